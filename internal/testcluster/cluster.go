@@ -1,0 +1,523 @@
+// Package testcluster runs a real Kubernetes control plane (etcd, kube-apiserver and optionally
+// kube-controller-manager, kube-scheduler and kwok) for tests, from the binaries `make tools` builds.
+//
+// Every cluster lives in its own temporary directory on free loopback ports, so tests may run
+// clusters in parallel; t.Cleanup stops every process, and a killed test binary takes them with it.
+package testcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// startTimeout bounds how long Start waits for etcd and the apiserver to become ready.
+const startTimeout = 60 * time.Second
+
+// Options selects the components of a cluster. The zero value is etcd plus kube-apiserver only.
+type Options struct {
+	// ControllerManager runs kube-controller-manager with all default controllers.
+	ControllerManager bool
+	// NodeMonitorGracePeriod sets kcm's --node-monitor-grace-period (default 40s upstream), the time
+	// a node may stop heartbeating before it turns NotReady. Tests stopping kwok want it short.
+	NodeMonitorGracePeriod time.Duration
+	// Scheduler runs kube-scheduler.
+	Scheduler bool
+	// Kwok runs a kwok controller that plays kubelet for fake nodes.
+	Kwok *KwokOptions
+	// FeatureGates is passed to the apiserver as --feature-gates.
+	FeatureGates string
+	// APIServerBinary overrides the apiserver, e.g. filepath.Join(ToolsDir(), "v1.32.2", "kube-apiserver").
+	APIServerBinary string
+	// ExtraAPIServerArgs are appended to the apiserver's flags (a later flag wins).
+	ExtraAPIServerArgs []string
+}
+
+// KwokOptions selects which nodes kwok manages: all of them, or those matching an annotation selector.
+type KwokOptions struct {
+	ManageAllNodes         bool
+	NodeAnnotationSelector string // e.g. "kwok.x-k8s.io/node=fake"
+	// Binary overrides the kwok binary, e.g. to run another kwok version.
+	Binary    string
+	ExtraArgs []string
+}
+
+// Cluster is a running control plane.
+type Cluster struct {
+	// Dir holds the certificates, kubeconfigs, etcd data and one <component>.log per component.
+	Dir string
+	// Kubeconfig is the admin (system:masters) kubeconfig.
+	Kubeconfig string
+	// APIServerURL is https://127.0.0.1:<port>.
+	APIServerURL string
+
+	t          testing.TB
+	opts       Options
+	ca         *ca
+	caFile     string
+	restConfig *rest.Config
+	clientset  kubernetes.Interface
+	dynamic    dynamic.Interface
+	spawner    *spawner
+	env        []string
+
+	mu       sync.Mutex
+	procs    []*process // every process started, in start order
+	kwok     *process
+	stopOnce sync.Once
+}
+
+// Start runs a cluster for the test and registers its teardown with t.Cleanup. It fails the test
+// if a binary is missing or the control plane does not become ready within a minute.
+func Start(t testing.TB, opts Options) *Cluster {
+	t.Helper()
+	apiserver := opts.APIServerBinary
+	if apiserver == "" {
+		apiserver = Binary(t, "kube-apiserver")
+	}
+	requireExecutable(t, apiserver)
+	etcd := Binary(t, "etcd")
+	c := &Cluster{
+		Dir:     t.TempDir(),
+		t:       t,
+		opts:    opts,
+		spawner: newSpawner(),
+	}
+	// HOME points into the cluster dir so no component reads or writes the user's dotfiles
+	// (kwok would load ~/.kwok/kwok.yaml).
+	c.env = append(os.Environ(), "HOME="+c.Dir)
+	t.Cleanup(c.Stop) // before anything starts, so a failing Start still cleans up
+
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(t.Context(), startTimeout)
+	defer cancel()
+	if err := c.startControlPlane(ctx, etcd, apiserver); err != nil {
+		t.Fatalf("start test cluster: %v", err)
+	}
+	if opts.ControllerManager {
+		if _, err := c.startControllerManager(); err != nil {
+			t.Fatalf("start test cluster: %v", err)
+		}
+	}
+	if opts.Scheduler {
+		if _, err := c.startScheduler(); err != nil {
+			t.Fatalf("start test cluster: %v", err)
+		}
+	}
+	if opts.Kwok != nil {
+		c.StartKwok(t)
+	}
+	t.Logf("test cluster %s up in %s (dir %s)", c.APIServerURL, time.Since(began).Round(time.Millisecond), c.Dir)
+	return c
+}
+
+func (c *Cluster) startControlPlane(ctx context.Context, etcdBin, apiserverBin string) error {
+	ports, err := freePorts(3)
+	if err != nil {
+		return err
+	}
+	etcdClient, etcdPeer, apiPort := ports[0], ports[1], ports[2]
+	c.APIServerURL = "https://127.0.0.1:" + strconv.Itoa(apiPort)
+
+	if err := c.writePKI(); err != nil {
+		return err
+	}
+
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClient)
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeer)
+	etcd, err := c.start("etcd", etcdBin,
+		"--name=default",
+		"--data-dir="+filepath.Join(c.Dir, "etcd"),
+		"--listen-client-urls="+etcdURL,
+		"--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL,
+		"--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=default="+peerURL,
+		"--unsafe-no-fsync", // test data is thrown away; fsync dominates write latency
+		"--log-level=warn",
+	)
+	if err != nil {
+		return err
+	}
+	if err := waitHTTPOK(ctx, etcd, etcdURL+"/health"); err != nil {
+		return fmt.Errorf("wait for etcd: %w", err)
+	}
+
+	args := []string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(apiPort),
+		"--cert-dir=" + c.Dir,
+		"--tls-cert-file=" + c.path("apiserver.crt"),
+		"--tls-private-key-file=" + c.path("apiserver.key"),
+		"--client-ca-file=" + c.caFile,
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + c.path("sa.pub"),
+		"--service-account-signing-key-file=" + c.path("sa.key"),
+		"--service-cluster-ip-range=10.96.0.0/16",
+		"--authorization-mode=RBAC",
+		// Without the ServiceAccount plugin pods are admitted before kcm created the namespace's
+		// default ServiceAccount, so tests do not race the serviceaccount controller.
+		"--disable-admission-plugins=ServiceAccount",
+		"--allow-privileged=true",
+		// The endpoint reconciler would publish 127.0.0.1 as the kubernetes Service endpoint, which
+		// validation rejects; nothing in the tests talks to the apiserver through that Service.
+		"--endpoint-reconciler-type=none",
+		"--profiling=false",
+	}
+	if c.opts.FeatureGates != "" {
+		args = append(args, "--feature-gates="+c.opts.FeatureGates)
+	}
+	args = append(args, c.opts.ExtraAPIServerArgs...)
+	apiserver, err := c.start("kube-apiserver", apiserverBin, args...)
+	if err != nil {
+		return err
+	}
+	if err := c.newClients(); err != nil {
+		return err
+	}
+	return c.waitReady(ctx, apiserver, etcd)
+}
+
+func (c *Cluster) writePKI() error {
+	var err error
+	if c.ca, err = newCA(); err != nil {
+		return err
+	}
+	c.caFile = c.path("ca.crt")
+	servingCert, servingKey, err := c.ca.issue("kube-apiserver", nil, true)
+	if err != nil {
+		return err
+	}
+	saKey, saPub, err := newServiceAccountKeys()
+	if err != nil {
+		return err
+	}
+	if err := writeFiles(map[string][]byte{
+		c.caFile:                c.ca.certPEM,
+		c.path("apiserver.crt"): servingCert,
+		c.path("apiserver.key"): servingKey,
+		c.path("sa.key"):        saKey,
+		c.path("sa.pub"):        saPub,
+	}); err != nil {
+		return err
+	}
+	c.Kubeconfig = c.path("admin.kubeconfig")
+	return c.writeKubeconfig(c.Kubeconfig, "", "admin", "system:masters")
+}
+
+func (c *Cluster) newClients() error {
+	certPEM, keyPEM, err := c.ca.issue("testcluster-admin", []string{"system:masters"}, false)
+	if err != nil {
+		return err
+	}
+	c.restConfig = &rest.Config{
+		Host: c.APIServerURL,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData:   c.ca.certPEM,
+			CertData: certPEM,
+			KeyData:  keyPEM,
+		},
+		// Tests create and poll many objects; the client-side default (5 QPS) only slows them down.
+		QPS:   200,
+		Burst: 400,
+	}
+	if c.clientset, err = kubernetes.NewForConfig(c.restConfig); err != nil {
+		return fmt.Errorf("admin clientset: %w", err)
+	}
+	if c.dynamic, err = dynamic.NewForConfig(c.restConfig); err != nil {
+		return fmt.Errorf("admin dynamic client: %w", err)
+	}
+	return nil
+}
+
+// waitReady polls /readyz and then waits for the default namespace, which the apiserver's
+// bootstrap controller creates shortly after it reports ready.
+func (c *Cluster) waitReady(ctx context.Context, procs ...*process) error {
+	var last error
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		for _, p := range procs {
+			if p.hasExited() {
+				return false, p.exitError()
+			}
+		}
+		if _, err := c.clientset.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
+			last = fmt.Errorf("readyz: %w", err)
+			return false, nil
+		}
+		if _, err := c.clientset.CoreV1().Namespaces().Get(ctx, metav1.NamespaceDefault, metav1.GetOptions{}); err != nil {
+			last = fmt.Errorf("get namespace default: %w", err)
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil && last != nil && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("wait for kube-apiserver: %w (last: %v)", err, last)
+	}
+	if err != nil {
+		return fmt.Errorf("wait for kube-apiserver: %w", err)
+	}
+	return nil
+}
+
+func (c *Cluster) startControllerManager() (*process, error) {
+	args := []string{
+		"--kubeconfig=" + c.Kubeconfig,
+		"--leader-elect=false",
+		"--secure-port=0", // no serving: nothing scrapes it, and parallel clusters would collide on 10257
+		"--service-account-private-key-file=" + c.path("sa.key"),
+		"--root-ca-file=" + c.caFile,
+		"--use-service-account-credentials=false",
+		"--controllers=*",
+	}
+	if g := c.opts.NodeMonitorGracePeriod; g > 0 {
+		// Check nodes often enough that a short grace period is noticed promptly.
+		args = append(args, "--node-monitor-grace-period="+g.String(), "--node-monitor-period=1s")
+	}
+	return c.start("kube-controller-manager", Binary(c.t, "kube-controller-manager"), args...)
+}
+
+func (c *Cluster) startScheduler() (*process, error) {
+	return c.start("kube-scheduler", Binary(c.t, "kube-scheduler"),
+		"--kubeconfig="+c.Kubeconfig,
+		"--leader-elect=false",
+		"--secure-port=0",
+	)
+}
+
+// StartKwok starts kwok with the cluster's KwokOptions (all nodes if Options.Kwok was nil).
+// Together with StopKwok it simulates a kubelet that dies and comes back.
+func (c *Cluster) StartKwok(t testing.TB) {
+	t.Helper()
+	c.mu.Lock()
+	running := c.kwok != nil && !c.kwok.hasExited()
+	c.mu.Unlock()
+	if running {
+		t.Fatalf("start kwok: already running")
+	}
+	o := c.opts.Kwok
+	if o == nil {
+		o = &KwokOptions{ManageAllNodes: true}
+	}
+	bin := o.Binary
+	if bin == "" {
+		bin = Binary(t, "kwok")
+	}
+	requireExecutable(t, bin)
+	// kwok opens no port unless --server-address or --node-port is set, so none is given here.
+	args := []string{"--kubeconfig=" + c.Kubeconfig}
+	switch {
+	case o.NodeAnnotationSelector != "":
+		args = append(args, "--manage-all-nodes=false", "--manage-nodes-with-annotation-selector="+o.NodeAnnotationSelector)
+	default:
+		args = append(args, "--manage-all-nodes=true")
+	}
+	if g := c.opts.NodeMonitorGracePeriod; g > 0 {
+		// kwok renews node leases every quarter of their duration (40s by default, so every 10s);
+		// a short grace period needs faster renewals or a live node flaps NotReady.
+		args = append(args, "--node-lease-duration-seconds="+strconv.Itoa(max(1, int(g.Seconds())/2)))
+	}
+	args = append(args, o.ExtraArgs...)
+	p, err := c.start("kwok", bin, args...)
+	if err != nil {
+		t.Fatalf("start kwok: %v", err)
+	}
+	c.mu.Lock()
+	c.kwok = p
+	c.mu.Unlock()
+}
+
+// StopKwok stops kwok; the nodes it managed stop heartbeating, like nodes whose kubelet died.
+func (c *Cluster) StopKwok(t testing.TB) {
+	t.Helper()
+	c.mu.Lock()
+	p := c.kwok
+	c.mu.Unlock()
+	if p == nil {
+		t.Fatalf("stop kwok: not running")
+	}
+	if p.stop() {
+		t.Errorf("stop kwok: it had already exited: %v", p.exitError())
+	}
+}
+
+// start launches one component and records it for teardown.
+func (c *Cluster) start(name, bin string, args ...string) (*process, error) {
+	p, err := startProcess(c.spawner, c.Dir, name, bin, args, c.env)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.procs = append(c.procs, p)
+	c.mu.Unlock()
+	return p, nil
+}
+
+// Stop tears the cluster down: components first, then the apiserver, then etcd, each with SIGTERM
+// and SIGKILL after a grace period. It is idempotent and registered with t.Cleanup by Start; a
+// component that died by itself fails the test, and a failed test gets the tail of every log.
+func (c *Cluster) Stop() {
+	c.stopOnce.Do(func() {
+		c.mu.Lock()
+		procs := append([]*process(nil), c.procs...)
+		c.mu.Unlock()
+
+		var early []*process
+		var earlyMu sync.Mutex
+		stopAll := func(ps []*process) {
+			var wg sync.WaitGroup
+			for _, p := range ps {
+				wg.Go(func() {
+					if p.stop() {
+						earlyMu.Lock()
+						early = append(early, p)
+						earlyMu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+		}
+		// Controllers go first so they do not log errors about a vanished apiserver.
+		var components, apiservers, etcds []*process
+		for _, p := range procs {
+			switch p.name {
+			case "etcd":
+				etcds = append(etcds, p)
+			case "kube-apiserver":
+				apiservers = append(apiservers, p)
+			default:
+				components = append(components, p)
+			}
+		}
+		stopAll(components)
+		stopAll(apiservers)
+		stopAll(etcds)
+		c.spawner.close()
+
+		for _, p := range early {
+			c.t.Errorf("test cluster: %s (pid %d) exited before teardown: %v", p.name, p.pid(), p.waitErr)
+		}
+		if c.t.Failed() {
+			seen := map[string]bool{}
+			for _, p := range procs {
+				if !seen[p.logPath] {
+					seen[p.logPath] = true
+					c.t.Logf("--- last %d lines of %s ---\n%s", logTailLines, p.logPath, tail(p.logPath, logTailLines))
+				}
+			}
+		}
+	})
+}
+
+// Processes returns the PIDs of every process the cluster started, including stopped ones.
+func (c *Cluster) Processes() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pids := make([]int, 0, len(c.procs))
+	for _, p := range c.procs {
+		pids = append(pids, p.pid())
+	}
+	return pids
+}
+
+// RESTConfig returns a copy of the admin client configuration.
+func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.restConfig) }
+
+// Clientset returns the admin clientset.
+func (c *Cluster) Clientset() kubernetes.Interface { return c.clientset }
+
+// Dynamic returns the admin dynamic client.
+func (c *Cluster) Dynamic() dynamic.Interface { return c.dynamic }
+
+// UserKubeconfig writes a kubeconfig authenticating as user (with groups) by a client certificate
+// the cluster CA signs, and returns its path. The user has no rights until the test grants some.
+func (c *Cluster) UserKubeconfig(t testing.TB, user string, groups ...string) string {
+	t.Helper()
+	return c.UserKubeconfigInNamespace(t, "", user, groups...)
+}
+
+// UserKubeconfigInNamespace is UserKubeconfig with the context's default namespace set, as kubectl
+// and the plugin read it when -n is not given. UserKubeconfigInNamespace(t, ns, "admin",
+// "system:masters") gives an admin kubeconfig in ns.
+func (c *Cluster) UserKubeconfigInNamespace(t testing.TB, namespace, user string, groups ...string) string {
+	t.Helper()
+	name := sanitize(user)
+	if namespace != "" {
+		name += "-" + sanitize(namespace)
+	}
+	path := c.path(name + ".kubeconfig")
+	for i := 1; fileExists(path); i++ {
+		path = c.path(fmt.Sprintf("%s-%d.kubeconfig", name, i))
+	}
+	if err := c.writeKubeconfig(path, namespace, user, groups...); err != nil {
+		t.Fatalf("write kubeconfig for %s: %v", user, err)
+	}
+	return path
+}
+
+func (c *Cluster) path(name string) string { return filepath.Join(c.Dir, name) }
+
+// freePorts reserves n distinct loopback ports. They are released before use, so another process
+// could grab one in between; on a test machine that is rare enough to accept.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("reserve a loopback port: %w", err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// waitHTTPOK polls url until it answers 200, failing early if p exits.
+func waitHTTPOK(ctx context.Context, p *process, url string) error {
+	client := &http.Client{Timeout: 2 * time.Second}
+	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if p.hasExited() {
+			return false, p.exitError()
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			return r
+		}
+		return '_'
+	}, s)
+}

@@ -1,0 +1,173 @@
+// Package checks holds the diagnostics: one file per check plus the registry that runs them.
+// A check is a pure function of the snapshot: it never calls the API.
+package checks
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
+)
+
+// RootCause describes a root cause a check can report.
+type RootCause struct {
+	ID          string
+	Title       string
+	Severity    report.Severity
+	Description string
+	References  []string
+	// Actions are the fix actions findings with this root cause offer, first the default.
+	Actions []string
+}
+
+// Need is an input a check reads. A check whose required input cannot be read is skipped; one
+// whose optional input cannot be read runs degraded.
+type Need struct {
+	Input    snapshot.Input
+	Optional bool
+}
+
+// Info describes a check for the registry, `checks` and `explain`.
+type Info struct {
+	ID          string
+	Title       string
+	Description string
+	// Threshold is how long a condition must last before it is reported; --min-age overrides it.
+	Threshold  time.Duration
+	RootCauses []RootCause
+	Needs      []Need
+}
+
+// Check is one diagnostic.
+type Check interface {
+	Info() Info
+	// Run returns the findings; threshold is the age a condition must reach to be reported.
+	Run(s *snapshot.Snapshot, threshold time.Duration) []report.Finding
+}
+
+// PodSelector is implemented by checks that need the full objects of some pods. The collector
+// calls it on the metadata-only snapshot and reads just those pods in full.
+type PodSelector interface {
+	PodCandidates(s *snapshot.Snapshot) []types.UID
+}
+
+// Registry is an ordered set of checks.
+type Registry struct {
+	checks []Check
+}
+
+// NewRegistry returns a registry of the given checks, ordered by ID.
+func NewRegistry(cs ...Check) *Registry {
+	r := &Registry{checks: append([]Check(nil), cs...)}
+	sort.Slice(r.checks, func(i, j int) bool { return r.checks[i].Info().ID < r.checks[j].Info().ID })
+	return r
+}
+
+// Default returns a registry of every built-in check.
+func Default() *Registry {
+	return NewRegistry(builtin()...)
+}
+
+// All returns every check.
+func (r *Registry) All() []Check { return append([]Check(nil), r.checks...) }
+
+// IDs returns every check ID.
+func (r *Registry) IDs() []string {
+	ids := make([]string, 0, len(r.checks))
+	for _, c := range r.checks {
+		ids = append(ids, c.Info().ID)
+	}
+	return ids
+}
+
+// Get returns the check with the given ID.
+func (r *Registry) Get(id string) (Check, bool) {
+	for _, c := range r.checks {
+		if c.Info().ID == id {
+			return c, true
+		}
+	}
+	return nil, false
+}
+
+// Select returns the checks named in only (all when empty) minus those in skip. Unknown names
+// are an error so a typo in a runbook does not silently scan less.
+func (r *Registry) Select(only, skip []string) ([]Check, error) {
+	for _, id := range append(append([]string(nil), only...), skip...) {
+		if _, ok := r.Get(id); !ok {
+			return nil, fmt.Errorf("unknown check %q (known: %s)", id, strings.Join(r.IDs(), ", "))
+		}
+	}
+	want := map[string]bool{}
+	for _, id := range only {
+		want[id] = true
+	}
+	drop := map[string]bool{}
+	for _, id := range skip {
+		drop[id] = true
+	}
+	var out []Check
+	for _, c := range r.checks {
+		id := c.Info().ID
+		if (len(only) == 0 || want[id]) && !drop[id] {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// Needs returns the union of the inputs the checks read, each once.
+func Needs(cs []Check) []snapshot.Input {
+	seen := map[snapshot.Input]bool{}
+	var out []snapshot.Input
+	for _, c := range cs {
+		for _, n := range c.Info().Needs {
+			if !seen[n.Input] {
+				seen[n.Input] = true
+				out = append(out, n.Input)
+			}
+		}
+	}
+	return out
+}
+
+// Run runs the checks on the snapshot and returns their findings and coverage. minAge, when
+// non-negative, replaces every check's own threshold.
+func Run(s *snapshot.Snapshot, cs []Check, minAge time.Duration) ([]report.Finding, report.Coverage) {
+	var findings []report.Finding
+	cov := report.Coverage{Checks: []string{}}
+	for _, c := range cs {
+		info := c.Info()
+		var missing, degraded []string
+		for _, n := range info.Needs {
+			err, unread := s.Unread[n.Input]
+			if !unread {
+				continue
+			}
+			if n.Optional {
+				degraded = append(degraded, err.Error())
+			} else {
+				missing = append(missing, err.Error())
+			}
+		}
+		if len(missing) > 0 {
+			cov.Skipped = append(cov.Skipped, report.Note{Check: info.ID, Reason: strings.Join(missing, "; ")})
+			continue
+		}
+		if len(degraded) > 0 {
+			cov.Degraded = append(cov.Degraded, report.Note{Check: info.ID, Reason: strings.Join(degraded, "; ")})
+		}
+		cov.Checks = append(cov.Checks, info.ID)
+		threshold := info.Threshold
+		if minAge >= 0 {
+			threshold = minAge
+		}
+		findings = append(findings, c.Run(s, threshold)...)
+	}
+	return findings, cov
+}

@@ -1,0 +1,226 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/render"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/scan"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
+)
+
+// scanFlags are the flags `scan` and `fix` share to decide what to scan.
+type scanFlags struct {
+	AllNamespaces    bool
+	LabelSelector    string
+	Checks           []string
+	SkipChecks       []string
+	MinAge           string
+	KruiseNamespace  string
+	KruiseDeployment string
+}
+
+func (f *scanFlags) addFlags(fs *pflag.FlagSet) {
+	def := snapshot.DefaultSettings()
+	fs.BoolVarP(&f.AllNamespaces, "all-namespaces", "A", false, "Scan every namespace (and cluster-scoped objects) instead of the current one.")
+	fs.StringVarP(&f.LabelSelector, "selector", "l", "", "Only pods and workloads matching this label selector (e.g. -l app=web).")
+	fs.StringSliceVar(&f.Checks, "checks", nil, "Run only these checks (comma-separated IDs; see `kubectl workloaddoctor checks`).")
+	fs.StringSliceVar(&f.SkipChecks, "skip-checks", nil, "Do not run these checks (comma-separated IDs).")
+	fs.StringVar(&f.MinAge, "min-age", "", "Report a condition once it lasted this long, overriding every check's own threshold (e.g. 0s, 2m).")
+	fs.StringVar(&f.KruiseNamespace, "kruise-namespace", def.KruiseNamespace, "Namespace of the OpenKruise manager Deployment.")
+	fs.StringVar(&f.KruiseDeployment, "kruise-deployment", def.KruiseDeployment, "Name of the OpenKruise manager Deployment (found by image when absent).")
+}
+
+// options resolves the flags into scan options.
+func (f *scanFlags) options(config *genericclioptions.ConfigFlags, reg *checks.Registry) (scan.Options, error) {
+	selected, err := reg.Select(f.Checks, f.SkipChecks)
+	if err != nil {
+		return scan.Options{}, err
+	}
+	minAge := time.Duration(-1)
+	if f.MinAge != "" {
+		d, err := time.ParseDuration(f.MinAge)
+		if err != nil || d < 0 {
+			return scan.Options{}, fmt.Errorf("invalid --min-age %q: want a non-negative duration such as 0s, 90s or 10m", f.MinAge)
+		}
+		minAge = d
+	}
+	loader := config.ToRawKubeConfigLoader()
+	ns, _, err := loader.Namespace()
+	if err != nil {
+		return scan.Options{}, fmt.Errorf("read kubeconfig: %w", err)
+	}
+	ctxName := ""
+	if config.Context != nil && *config.Context != "" {
+		ctxName = *config.Context
+	} else if raw, err := loader.RawConfig(); err == nil {
+		ctxName = raw.CurrentContext
+	}
+	scope := snapshot.Scope{Namespace: ns, AllNamespaces: f.AllNamespaces, LabelSelector: f.LabelSelector}
+	if f.AllNamespaces {
+		scope.Namespace = ""
+	}
+	return scan.Options{
+		Scope:    scope,
+		Settings: snapshot.Settings{KruiseNamespace: f.KruiseNamespace, KruiseDeployment: f.KruiseDeployment},
+		Checks:   selected,
+		MinAge:   minAge,
+		Context:  ctxName,
+	}, nil
+}
+
+// ScanOptions holds `scan`'s flags and streams.
+type ScanOptions struct {
+	config *genericclioptions.ConfigFlags
+	reg    *checks.Registry
+	genericiooptions.IOStreams
+	scanFlags
+	Output  string
+	FailOn  string
+	NoColor bool
+
+	opts scan.Options
+}
+
+func newScanCommand(config *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, reg *checks.Registry) *cobra.Command {
+	o := &ScanOptions{config: config, reg: reg, IOStreams: streams}
+	cmd := &cobra.Command{
+		Use:   "scan",
+		Short: "Find stuck workloads and explain why they are stuck",
+		Long: `Reads the cluster once, runs every check on what it read, and prints the findings: each stuck
+object with its root cause, the evidence read from the cluster, and the fixes that may resolve it.
+
+Exit codes: 0 no finding at or above --fail-on; 1 the scan could not run; 2 findings at or
+above --fail-on. Findings go to stdout, progress and warnings to stderr.`,
+		Example: `  # The current namespace, as a table
+  kubectl workloaddoctor scan
+
+  # Every namespace, with evidence
+  kubectl workloaddoctor scan -A -o wide
+
+  # A JSON report for scripts; exit 2 on warnings too
+  kubectl workloaddoctor scan -A -o json --fail-on warning > report.json
+
+  # Only stuck deletions, reported as soon as they are seen
+  kubectl workloaddoctor scan -n shop --checks stuck-terminating --min-age 0s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(); err != nil {
+				return &ExitError{Code: ExitFailure, Err: err}
+			}
+			if err := o.Validate(); err != nil {
+				return &ExitError{Code: ExitFailure, Err: err}
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.scanFlags.addFlags(cmd.Flags())
+	cmd.Flags().StringVarP(&o.Output, "output", "o", render.FormatTable, "Output format: "+strings.Join(render.ReportFormats, "|")+".")
+	cmd.Flags().StringVar(&o.FailOn, "fail-on", string(report.SeverityError), "Exit 2 when a finding is at or above this severity: error|warning|info|never.")
+	cmd.Flags().BoolVar(&o.NoColor, "no-color", false, "Never colour the output (also: the NO_COLOR environment variable).")
+	registerCompletions(cmd, reg)
+	return cmd
+}
+
+// Complete resolves the flags.
+func (o *ScanOptions) Complete() error {
+	opts, err := o.scanFlags.options(o.config, o.reg)
+	if err != nil {
+		return err
+	}
+	o.opts = opts
+	return nil
+}
+
+// Validate checks the flag values.
+func (o *ScanOptions) Validate() error {
+	if !contains(render.ReportFormats, o.Output) {
+		return fmt.Errorf("invalid --output %q: want one of %s", o.Output, strings.Join(render.ReportFormats, ", "))
+	}
+	if _, err := failOnSeverity(o.FailOn); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Run scans and prints the report.
+func (o *ScanOptions) Run(ctx context.Context) error {
+	r, err := runScan(ctx, o.config, o.opts, o.ErrOut)
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	if err := render.Report(o.Out, r, o.Output, colorEnabled(o.Out, o.NoColor)); err != nil {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	sev, _ := failOnSeverity(o.FailOn)
+	if sev != "" && r.AtOrAbove(sev) > 0 {
+		return &ExitError{Code: ExitFindings}
+	}
+	return nil
+}
+
+func runScan(ctx context.Context, config *genericclioptions.ConfigFlags, opts scan.Options, errOut interface{ Write([]byte) (int, error) }) (*report.Report, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	cfg, err := config.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("read kubeconfig: %w", err)
+	}
+	clients, err := scan.Clients(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r, _, err := scan.Run(ctx, clients, opts)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the cluster at %s: %w", cfg.Host, err)
+	}
+	for _, n := range r.Coverage.Skipped {
+		fmt.Fprintf(errOut, "warning: check %s skipped: %s\n", n.Check, n.Reason)
+	}
+	for _, n := range r.Coverage.Degraded {
+		fmt.Fprintf(errOut, "warning: check %s degraded: %s\n", n.Check, n.Reason)
+	}
+	return r, nil
+}
+
+// failOnSeverity parses --fail-on; "never" returns the empty severity.
+func failOnSeverity(s string) (report.Severity, error) {
+	switch s {
+	case "never":
+		return "", nil
+	case string(report.SeverityError), string(report.SeverityWarning), string(report.SeverityInfo):
+		return report.Severity(s), nil
+	}
+	return "", fmt.Errorf("invalid --fail-on %q: want error, warning, info or never", s)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// registerCompletions completes check IDs for --checks and --skip-checks.
+func registerCompletions(cmd *cobra.Command, reg *checks.Registry) {
+	complete := func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return reg.IDs(), cobra.ShellCompDirectiveNoFileComp
+	}
+	for _, name := range []string{"checks", "skip-checks", "check"} {
+		if cmd.Flags().Lookup(name) != nil {
+			_ = cmd.RegisterFlagCompletionFunc(name, complete)
+		}
+	}
+}

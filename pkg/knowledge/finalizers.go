@@ -1,0 +1,70 @@
+package knowledge
+
+import "strings"
+
+// FinalizerOwner says who removes a finalizer and where that controller usually runs.
+type FinalizerOwner struct {
+	// Match is the finalizer name, or a prefix when it ends in "/" or "*".
+	Match string
+	// Owner names the controller that removes the finalizer.
+	Owner string
+	// BuiltIn marks finalizers removed by kube-controller-manager or the apiserver, which are
+	// not visible as Deployments in most clusters.
+	BuiltIn bool
+	// Deployments are "namespace/name" places the owner is installed by default.
+	Deployments []string
+	// ImageRepository finds the owner's Deployment anywhere by image ("kwok").
+	ImageRepository string
+	// Cleanup says what is skipped when the finalizer is removed by hand.
+	Cleanup string
+}
+
+var finalizerOwners = []FinalizerOwner{
+	{Match: "kubernetes", Owner: "namespace controller (kube-controller-manager)", BuiltIn: true,
+		Cleanup: "deletion of the namespace's remaining content"},
+	{Match: "foregroundDeletion", Owner: "garbage collector (kube-controller-manager)", BuiltIn: true,
+		Cleanup: "deletion of dependents before the owner"},
+	{Match: "orphan", Owner: "garbage collector (kube-controller-manager)", BuiltIn: true,
+		Cleanup: "orphaning of dependents"},
+	{Match: "batch.kubernetes.io/job-tracking", Owner: "Job controller (kube-controller-manager)", BuiltIn: true,
+		Cleanup: "the Job's accounting of this pod's completion"},
+	{Match: "kubernetes.io/pvc-protection", Owner: "PVC protection controller (kube-controller-manager)", BuiltIn: true,
+		Cleanup: "protection of a claim still mounted by a pod"},
+	{Match: "kubernetes.io/pv-protection", Owner: "PV protection controller (kube-controller-manager)", BuiltIn: true,
+		Cleanup: "protection of a volume still bound to a claim"},
+	{Match: "service.kubernetes.io/load-balancer-cleanup", Owner: "service controller (cloud-controller-manager)", BuiltIn: true,
+		Cleanup: "deletion of the cloud load balancer"},
+	{Match: "kwok.x-k8s.io/fake", Owner: "kwok controller", Deployments: []string{"kube-system/kwok-controller"},
+		ImageRepository: "kwok", Cleanup: "nothing: the pod is simulated"},
+	{Match: "cluster.cluster.x-k8s.io", Owner: "Cluster API controller", Deployments: []string{"capi-system/capi-controller-manager"},
+		ImageRepository: "cluster-api-controller", Cleanup: "deletion of the cluster's machines and infrastructure"},
+	{Match: "machine.cluster.x-k8s.io", Owner: "Cluster API controller", Deployments: []string{"capi-system/capi-controller-manager"},
+		ImageRepository: "cluster-api-controller", Cleanup: "drain and deletion of the machine's node and infrastructure"},
+	{Match: "machineset.cluster.x-k8s.io", Owner: "Cluster API controller", Deployments: []string{"capi-system/capi-controller-manager"},
+		ImageRepository: "cluster-api-controller", Cleanup: "deletion of the set's machines"},
+	{Match: "machinedeployment.cluster.x-k8s.io", Owner: "Cluster API controller", Deployments: []string{"capi-system/capi-controller-manager"},
+		ImageRepository: "cluster-api-controller", Cleanup: "deletion of the deployment's machine sets"},
+	{Match: "resources-finalizer.argocd.argoproj.io*", Owner: "Argo CD application controller",
+		Deployments: []string{"argocd/argocd-application-controller"}, ImageRepository: "argocd",
+		Cleanup: "deletion of the application's managed resources"},
+	{Match: "finalizers.fluxcd.io", Owner: "Flux controllers", Deployments: []string{"flux-system/kustomize-controller", "flux-system/helm-controller"},
+		Cleanup: "garbage collection of the reconciled resources"},
+	{Match: "external-attacher/", Owner: "CSI external-attacher", Cleanup: "detaching the volume"},
+	{Match: "external-provisioner.volume.kubernetes.io/finalizer", Owner: "CSI external-provisioner",
+		Cleanup: "deletion of the backing volume"},
+}
+
+// LookupFinalizer returns the known owner of a finalizer.
+func LookupFinalizer(name string) (FinalizerOwner, bool) {
+	for _, o := range finalizerOwners {
+		switch {
+		case strings.HasSuffix(o.Match, "*") && strings.HasPrefix(name, strings.TrimSuffix(o.Match, "*")):
+			return o, true
+		case strings.HasSuffix(o.Match, "/") && strings.HasPrefix(name, o.Match):
+			return o, true
+		case o.Match == name:
+			return o, true
+		}
+	}
+	return FinalizerOwner{}, false
+}

@@ -1,0 +1,218 @@
+// Package report defines the scan report: the document `scan -o json` prints and `fix --from-report` reads.
+package report
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"sort"
+	"strings"
+	"time"
+)
+
+// APIVersion and Kind identify the report document.
+const (
+	APIVersion = "workloaddoctor.io/v1alpha1"
+	Kind       = "Report"
+)
+
+// Severity of a finding.
+type Severity string
+
+// Severities, most severe first.
+const (
+	SeverityError   Severity = "error"
+	SeverityWarning Severity = "warning"
+	SeverityInfo    Severity = "info"
+)
+
+// Rank orders severities: a higher rank is more severe. Unknown severities rank lowest.
+func (s Severity) Rank() int {
+	switch s {
+	case SeverityError:
+		return 3
+	case SeverityWarning:
+		return 2
+	case SeverityInfo:
+		return 1
+	}
+	return 0
+}
+
+// Risk of a fix action.
+type Risk string
+
+// Risks of fix actions.
+const (
+	RiskLow    Risk = "low"
+	RiskMedium Risk = "medium"
+	RiskHigh   Risk = "high"
+)
+
+// Report is the result of a scan.
+type Report struct {
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"`
+	Metadata   Metadata  `json:"metadata"`
+	Coverage   Coverage  `json:"coverage"`
+	Summary    Summary   `json:"summary"`
+	Findings   []Finding `json:"findings"`
+}
+
+// Metadata says when and against what the scan ran.
+type Metadata struct {
+	GeneratedAt   time.Time `json:"generatedAt"`
+	Context       string    `json:"context"`
+	ServerVersion string    `json:"serverVersion"`
+}
+
+// Coverage says which checks ran and what they could not read.
+type Coverage struct {
+	Complete bool     `json:"complete"`
+	Checks   []string `json:"checks"`
+	Skipped  []Note   `json:"skipped"`
+	Degraded []Note   `json:"degraded"`
+}
+
+// Note explains why a check was skipped or degraded.
+type Note struct {
+	Check  string `json:"check"`
+	Reason string `json:"reason"`
+}
+
+// Summary counts findings by severity.
+type Summary struct {
+	Total   int `json:"total"`
+	Error   int `json:"error"`
+	Warning int `json:"warning"`
+	Info    int `json:"info"`
+}
+
+// ObjectRef names a Kubernetes object.
+type ObjectRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	UID        string `json:"uid,omitempty"`
+}
+
+// String renders the reference the way kubectl names objects: kind/name, prefixed by namespace.
+func (o ObjectRef) String() string {
+	s := strings.ToLower(o.Kind) + "/" + o.Name
+	if o.Namespace != "" {
+		return o.Namespace + "/" + s
+	}
+	return s
+}
+
+// Finding is one stuck object with its root cause and the fixes that may resolve it.
+type Finding struct {
+	ID       string     `json:"id"`
+	Check    string     `json:"check"`
+	Severity Severity   `json:"severity"`
+	Object   ObjectRef  `json:"object"`
+	Owner    *ObjectRef `json:"owner,omitempty"`
+	// Node is the node a pod is bound to, when it matters to the finding.
+	Node      string    `json:"node,omitempty"`
+	Since     time.Time `json:"since"`
+	Summary   string    `json:"summary"`
+	RootCause RootCause `json:"rootCause"`
+	Fixes     []Fix     `json:"fixes"`
+}
+
+// RootCause explains why the object is stuck.
+type RootCause struct {
+	ID         string   `json:"id"`
+	Message    string   `json:"message"`
+	Evidence   []string `json:"evidence"`
+	References []string `json:"references"`
+}
+
+// Fix is an action `fix` can apply to resolve a finding.
+type Fix struct {
+	Action      string            `json:"action"`
+	Description string            `json:"description"`
+	Risk        Risk              `json:"risk"`
+	Params      map[string]string `json:"params,omitempty"`
+}
+
+// FindingID is stable across scans while the object, check and root cause stay the same.
+func FindingID(obj ObjectRef, check, rootCause string) string {
+	key := obj.UID
+	if key == "" {
+		key = obj.APIVersion + "/" + obj.Kind + "/" + obj.Namespace + "/" + obj.Name
+	}
+	sum := sha256.Sum256([]byte(key + "\x00" + check + "\x00" + rootCause))
+	return "wd-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// Normalize fills IDs and the summary, replaces nil lists with empty ones and sorts findings so
+// that the document is deterministic.
+func (r *Report) Normalize() {
+	r.APIVersion, r.Kind = APIVersion, Kind
+	r.Summary = Summary{}
+	for i := range r.Findings {
+		f := &r.Findings[i]
+		if f.ID == "" {
+			f.ID = FindingID(f.Object, f.Check, f.RootCause.ID)
+		}
+		if f.Fixes == nil {
+			f.Fixes = []Fix{}
+		}
+		if f.RootCause.Evidence == nil {
+			f.RootCause.Evidence = []string{}
+		}
+		if f.RootCause.References == nil {
+			f.RootCause.References = []string{}
+		}
+		r.Summary.Total++
+		switch f.Severity {
+		case SeverityError:
+			r.Summary.Error++
+		case SeverityWarning:
+			r.Summary.Warning++
+		case SeverityInfo:
+			r.Summary.Info++
+		}
+	}
+	sort.SliceStable(r.Findings, func(i, j int) bool {
+		a, b := r.Findings[i], r.Findings[j]
+		if a.Check != b.Check {
+			return a.Check < b.Check
+		}
+		if a.Severity.Rank() != b.Severity.Rank() {
+			return a.Severity.Rank() > b.Severity.Rank()
+		}
+		if a.Object.Namespace != b.Object.Namespace {
+			return a.Object.Namespace < b.Object.Namespace
+		}
+		if a.Object.Kind != b.Object.Kind {
+			return a.Object.Kind < b.Object.Kind
+		}
+		return a.Object.Name < b.Object.Name
+	})
+	if r.Findings == nil {
+		r.Findings = []Finding{}
+	}
+	if r.Coverage.Checks == nil {
+		r.Coverage.Checks = []string{}
+	}
+	if r.Coverage.Skipped == nil {
+		r.Coverage.Skipped = []Note{}
+	}
+	if r.Coverage.Degraded == nil {
+		r.Coverage.Degraded = []Note{}
+	}
+	r.Coverage.Complete = len(r.Coverage.Skipped) == 0 && len(r.Coverage.Degraded) == 0
+}
+
+// AtOrAbove counts findings at or above the given severity.
+func (r *Report) AtOrAbove(s Severity) int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Severity.Rank() >= s.Rank() {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,96 @@
+// Package scan runs a scan: collect the snapshot the selected checks need, run them, and build the
+// report. `scan` prints it; `fix` uses it to plan and to re-check findings right before writing.
+package scan
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/collect"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
+)
+
+// Options say what to scan.
+type Options struct {
+	Scope    snapshot.Scope
+	Settings snapshot.Settings
+	Checks   []checks.Check
+	// MinAge, when non-negative, replaces every check's threshold.
+	MinAge time.Duration
+	// Context is the kubeconfig context name, for the report.
+	Context string
+}
+
+// Clients builds the API clients for a scan from a REST config, with QPS and burst raised: a scan
+// issues a burst of LISTs and the client-side defaults (5/10) would throttle it.
+func Clients(cfg *rest.Config) (collect.Clients, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 50, 100
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return collect.Clients{}, fmt.Errorf("create client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return collect.Clients{}, fmt.Errorf("create dynamic client: %w", err)
+	}
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return collect.Clients{}, fmt.Errorf("create metadata client: %w", err)
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return collect.Clients{}, fmt.Errorf("create discovery client: %w", err)
+	}
+	return collect.Clients{Kube: kube, Dynamic: dyn, Metadata: meta, Discovery: disc}, nil
+}
+
+// Run collects and checks, returning the normalized report and the snapshot it was built from.
+func Run(ctx context.Context, c collect.Clients, opts Options) (*report.Report, *snapshot.Snapshot, error) {
+	snap, err := collect.Collect(ctx, c, collect.Options{
+		Scope: opts.Scope, Settings: opts.Settings,
+		Candidates: candidates(opts.Checks),
+	}, checks.Needs(opts.Checks))
+	if err != nil {
+		return nil, nil, err
+	}
+	findings, cov := checks.Run(snap, opts.Checks, opts.MinAge)
+	r := &report.Report{
+		Metadata: report.Metadata{GeneratedAt: snap.Now.UTC().Truncate(time.Second), Context: opts.Context, ServerVersion: snap.ServerVersion},
+		Coverage: cov,
+		Findings: findings,
+	}
+	r.Normalize()
+	return r, snap, nil
+}
+
+// candidates asks every check that needs full pods which ones, and reads each pod once.
+func candidates(cs []checks.Check) func(*snapshot.Snapshot) []types.UID {
+	return func(s *snapshot.Snapshot) []types.UID {
+		seen := map[types.UID]bool{}
+		var out []types.UID
+		for _, c := range cs {
+			sel, ok := c.(checks.PodSelector)
+			if !ok {
+				continue
+			}
+			for _, uid := range sel.PodCandidates(s) {
+				if !seen[uid] {
+					seen[uid] = true
+					out = append(out, uid)
+				}
+			}
+		}
+		return out
+	}
+}

@@ -1,0 +1,318 @@
+// Package snapshot holds the read-only picture of the cluster that checks run on. The collector
+// fills it once per scan; checks query it through its indices and never call the API, so they can
+// be unit-tested on objects built in a test.
+package snapshot
+
+import (
+	"sort"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
+)
+
+// Input names something the collector reads. Checks declare the inputs they need; the collector
+// reads each one once per scan, whatever the number of checks that need it.
+type Input string
+
+// Inputs the collector knows how to read.
+const (
+	// InputPods is every pod in scope, metadata only; candidates are then read in full.
+	InputPods Input = "pods"
+	// InputNodes is every node.
+	InputNodes Input = "nodes"
+	// InputNodeLeases is the node heartbeat Leases in kube-node-lease.
+	InputNodeLeases Input = "node-leases"
+	// InputEvents is the events in scope that the checks use (Warning events, and events of OpenKruise workloads).
+	InputEvents Input = "events"
+	// InputNamespaces is the namespaces in scope.
+	InputNamespaces Input = "namespaces"
+	// InputAPIServices is the aggregated APIServices.
+	InputAPIServices Input = "apiservices"
+	// InputObjects is every other listable resource, metadata only, keeping objects being deleted.
+	InputObjects Input = "objects"
+	// InputKruiseWorkloads is CloneSets, Advanced StatefulSets and Advanced DaemonSets.
+	InputKruiseWorkloads Input = "kruise-workloads"
+	// InputSidecarSets is OpenKruise SidecarSets.
+	InputSidecarSets Input = "sidecarsets"
+	// InputControllers is the Deployments and leader Leases of the controllers the checks know
+	// (kruise-manager, kwok, finalizer owners).
+	InputControllers Input = "controllers"
+	// InputControllerLogs is the bounded logs of the kruise-manager leader.
+	InputControllerLogs Input = "controller-logs"
+	// InputClusterAPI is Cluster API Clusters.
+	InputClusterAPI Input = "cluster-api"
+)
+
+// Scope is what the user asked to scan.
+type Scope struct {
+	// Namespace is the namespace scanned; empty with AllNamespaces.
+	Namespace     string
+	AllNamespaces bool
+	// LabelSelector narrows the pods and workloads read.
+	LabelSelector string
+}
+
+// Settings are where the checks look for the controllers they diagnose.
+type Settings struct {
+	KruiseNamespace  string
+	KruiseDeployment string
+}
+
+// DefaultSettings are the Helm chart defaults.
+func DefaultSettings() Settings {
+	return Settings{KruiseNamespace: "kruise-system", KruiseDeployment: "kruise-controller-manager"}
+}
+
+// Object is the metadata of an object of any resource, as a metadata-only list returns it.
+type Object struct {
+	Resource   schema.GroupVersionResource
+	Kind       string
+	Namespaced bool
+	Meta       *metav1.PartialObjectMetadata
+}
+
+// APIVersion returns the object's group/version.
+func (o Object) APIVersion() string {
+	return schema.GroupVersion{Group: o.Resource.Group, Version: o.Resource.Version}.String()
+}
+
+// Snapshot is the collected cluster state. Fill the exported fields, then call Index.
+type Snapshot struct {
+	Now           time.Time
+	ServerVersion string
+	Scope         Scope
+	Settings      Settings
+
+	// Pods is every pod in scope. Pods not also in FullPods carry only metadata.
+	Pods []*corev1.Pod
+	// FullPods holds the complete objects of the candidate pods.
+	FullPods    []*corev1.Pod
+	Nodes       []*corev1.Node
+	NodeLeases  []*coordinationv1.Lease
+	Leases      []*coordinationv1.Lease
+	Events      []*corev1.Event
+	Namespaces  []*corev1.Namespace
+	APIServices []*unstructured.Unstructured
+	Deployments []*appsv1.Deployment
+	// ControllerPods are the pods of the controllers' Deployments (to find leaders).
+	ControllerPods []*corev1.Pod
+	Workloads      []*kruise.Workload
+	SidecarSets    []*kruise.SidecarSet
+	// Objects are objects of other resources that are being deleted.
+	Objects  []Object
+	Clusters []*unstructured.Unstructured
+	// Logs maps "namespace/pod" of a controller leader to the bounded text read from its log.
+	Logs map[string]string
+	// Installed records which optional APIs discovery found ("apps.kruise.io", "cluster.x-k8s.io").
+	Installed map[string]bool
+	// Unread records inputs (or parts of them) that could not be read, and why.
+	Unread map[Input]error
+
+	podByUID      map[types.UID]*corev1.Pod
+	fullPodByUID  map[types.UID]*corev1.Pod
+	podsByOwner   map[types.UID][]*corev1.Pod
+	podsByNode    map[string][]*corev1.Pod
+	nodeByName    map[string]*corev1.Node
+	nodeLease     map[string]*coordinationv1.Lease
+	eventsByUID   map[types.UID][]*corev1.Event
+	eventsByName  map[string][]*corev1.Event
+	workloadByUID map[types.UID]*kruise.Workload
+	namespaceByNm map[string]*corev1.Namespace
+}
+
+// Index builds the lookup tables. Call it after the fields are filled and before checks run.
+func (s *Snapshot) Index() {
+	if s.Now.IsZero() {
+		s.Now = time.Now()
+	}
+	s.podByUID = make(map[types.UID]*corev1.Pod, len(s.Pods))
+	s.fullPodByUID = make(map[types.UID]*corev1.Pod, len(s.FullPods))
+	s.podsByOwner = map[types.UID][]*corev1.Pod{}
+	s.podsByNode = map[string][]*corev1.Pod{}
+	for _, p := range s.FullPods {
+		s.fullPodByUID[p.UID] = p
+	}
+	for _, p := range s.Pods {
+		if full, ok := s.fullPodByUID[p.UID]; ok {
+			p = full
+		}
+		s.podByUID[p.UID] = p
+		for _, ref := range p.OwnerReferences {
+			s.podsByOwner[ref.UID] = append(s.podsByOwner[ref.UID], p)
+		}
+	}
+	// Full pods not listed in Pods (a label-selected read, or a test) still count.
+	for _, p := range s.FullPods {
+		if _, ok := s.podByUID[p.UID]; !ok {
+			s.podByUID[p.UID] = p
+			for _, ref := range p.OwnerReferences {
+				s.podsByOwner[ref.UID] = append(s.podsByOwner[ref.UID], p)
+			}
+		}
+	}
+	for _, p := range s.fullPodByUID {
+		if p.Spec.NodeName != "" {
+			s.podsByNode[p.Spec.NodeName] = append(s.podsByNode[p.Spec.NodeName], p)
+		}
+	}
+	s.nodeByName = make(map[string]*corev1.Node, len(s.Nodes))
+	for _, n := range s.Nodes {
+		s.nodeByName[n.Name] = n
+	}
+	s.nodeLease = make(map[string]*coordinationv1.Lease, len(s.NodeLeases))
+	for _, l := range s.NodeLeases {
+		s.nodeLease[l.Name] = l
+	}
+	s.eventsByUID = map[types.UID][]*corev1.Event{}
+	s.eventsByName = map[string][]*corev1.Event{}
+	for _, e := range s.Events {
+		if e.InvolvedObject.UID != "" {
+			s.eventsByUID[e.InvolvedObject.UID] = append(s.eventsByUID[e.InvolvedObject.UID], e)
+		}
+		k := eventKey(e.InvolvedObject.Kind, e.InvolvedObject.Namespace, e.InvolvedObject.Name)
+		s.eventsByName[k] = append(s.eventsByName[k], e)
+	}
+	s.workloadByUID = make(map[types.UID]*kruise.Workload, len(s.Workloads))
+	for _, w := range s.Workloads {
+		s.workloadByUID[w.UID] = w
+	}
+	s.namespaceByNm = make(map[string]*corev1.Namespace, len(s.Namespaces))
+	for _, n := range s.Namespaces {
+		s.namespaceByNm[n.Name] = n
+	}
+	if s.Unread == nil {
+		s.Unread = map[Input]error{}
+	}
+	if s.Installed == nil {
+		s.Installed = map[string]bool{}
+	}
+	if s.Logs == nil {
+		s.Logs = map[string]string{}
+	}
+}
+
+func eventKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
+
+// Pod returns the pod with the given UID and whether its full object was read.
+func (s *Snapshot) Pod(uid types.UID) (*corev1.Pod, bool) {
+	if p, ok := s.fullPodByUID[uid]; ok {
+		return p, true
+	}
+	return s.podByUID[uid], false
+}
+
+// FullPod returns the complete pod object, if it was read.
+func (s *Snapshot) FullPod(uid types.UID) (*corev1.Pod, bool) {
+	p, ok := s.fullPodByUID[uid]
+	return p, ok
+}
+
+// PodsOwnedBy returns the pods whose ownerReferences name the UID.
+func (s *Snapshot) PodsOwnedBy(uid types.UID) []*corev1.Pod { return s.podsByOwner[uid] }
+
+// PodsOnNode returns the fully read pods bound to a node.
+func (s *Snapshot) PodsOnNode(name string) []*corev1.Pod { return s.podsByNode[name] }
+
+// Node returns the node with the given name.
+func (s *Snapshot) Node(name string) (*corev1.Node, bool) {
+	n, ok := s.nodeByName[name]
+	return n, ok
+}
+
+// NodeLease returns the heartbeat Lease of a node.
+func (s *Snapshot) NodeLease(name string) (*coordinationv1.Lease, bool) {
+	l, ok := s.nodeLease[name]
+	return l, ok
+}
+
+// EventsFor returns the events about an object, newest last. Events match by UID, or by
+// kind, namespace and name when the event carries no UID.
+func (s *Snapshot) EventsFor(kind, namespace, name string, uid types.UID) []*corev1.Event {
+	seen := map[*corev1.Event]bool{}
+	var out []*corev1.Event
+	for _, e := range s.eventsByUID[uid] {
+		seen[e] = true
+		out = append(out, e)
+	}
+	for _, e := range s.eventsByName[eventKey(kind, namespace, name)] {
+		if !seen[e] && (e.InvolvedObject.UID == "" || e.InvolvedObject.UID == uid) {
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return EventTime(out[i]).Before(EventTime(out[j])) })
+	return out
+}
+
+// EventTime is the last time an event was seen.
+func EventTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		return e.Series.LastObservedTime.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
+// Workload returns the OpenKruise workload with the given UID.
+func (s *Snapshot) Workload(uid types.UID) (*kruise.Workload, bool) {
+	w, ok := s.workloadByUID[uid]
+	return w, ok
+}
+
+// Namespace returns the namespace object with the given name.
+func (s *Snapshot) Namespace(name string) (*corev1.Namespace, bool) {
+	n, ok := s.namespaceByNm[name]
+	return n, ok
+}
+
+// Deployment returns a Deployment by namespace and name.
+func (s *Snapshot) Deployment(namespace, name string) (*appsv1.Deployment, bool) {
+	for _, d := range s.Deployments {
+		if d.Namespace == namespace && d.Name == name {
+			return d, true
+		}
+	}
+	return nil, false
+}
+
+// Lease returns a controller leader Lease by namespace and name.
+func (s *Snapshot) Lease(namespace, name string) (*coordinationv1.Lease, bool) {
+	for _, l := range s.Leases {
+		if l.Namespace == namespace && l.Name == name {
+			return l, true
+		}
+	}
+	return nil, false
+}
+
+// ControllerPod returns a controller pod by namespace and name.
+func (s *Snapshot) ControllerPod(namespace, name string) (*corev1.Pod, bool) {
+	for _, p := range s.ControllerPods {
+		if p.Namespace == namespace && p.Name == name {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+// ControllerOf returns the controller ownerReference of an object.
+func ControllerOf(meta metav1.Object) *metav1.OwnerReference {
+	for _, ref := range meta.GetOwnerReferences() {
+		if ref.Controller != nil && *ref.Controller {
+			r := ref
+			return &r
+		}
+	}
+	return nil
+}
