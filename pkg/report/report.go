@@ -94,6 +94,8 @@ type ObjectRef struct {
 	Namespace  string `json:"namespace,omitempty"`
 	Name       string `json:"name"`
 	UID        string `json:"uid,omitempty"`
+	// ResourceVersion is the version the scan saw; fix refuses to write if it changed.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
 // String renders the reference the way kubectl names objects: kind/name, prefixed by namespace.

@@ -1,0 +1,95 @@
+package checks
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+)
+
+// Ref names an object in a finding, with the UID and resourceVersion fix checks before writing.
+func Ref(apiVersion, kind string, m metav1.Object) report.ObjectRef {
+	return report.ObjectRef{APIVersion: apiVersion, Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName(),
+		UID: string(m.GetUID()), ResourceVersion: m.GetResourceVersion()}
+}
+
+// OwnerRef names an object's controller, in the object's namespace.
+func OwnerRef(namespace string, ref *metav1.OwnerReference) *report.ObjectRef {
+	if ref == nil {
+		return nil
+	}
+	return &report.ObjectRef{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: namespace, Name: ref.Name, UID: string(ref.UID)}
+}
+
+// Finding is what a check fills in; NewFinding completes it from the check's root-cause table.
+type Finding struct {
+	RootCause string
+	Object    report.ObjectRef
+	Owner     *report.ObjectRef
+	Node      string
+	Since     time.Time
+	Summary   string
+	Message   string
+	Evidence  []string
+	// References add to the root cause's own references.
+	References []string
+	Fixes      []report.Fix
+}
+
+// NewFinding builds a report finding: severity and references come from the check's root-cause
+// table, so `checks`/`explain` and the findings cannot disagree.
+func NewFinding(info Info, f Finding) report.Finding {
+	var rc RootCause
+	for _, r := range info.RootCauses {
+		if r.ID == f.RootCause {
+			rc = r
+		}
+	}
+	if rc.ID == "" {
+		// A root cause missing from the table is a programming error; report it visibly.
+		rc = RootCause{ID: f.RootCause, Severity: report.SeverityError}
+	}
+	refs := append(append([]string{}, rc.References...), f.References...)
+	fixes := f.Fixes
+	if fixes == nil {
+		fixes = []report.Fix{}
+	}
+	evidence := f.Evidence
+	if evidence == nil {
+		evidence = []string{}
+	}
+	out := report.Finding{
+		Check: info.ID, Severity: rc.Severity, Object: f.Object, Owner: f.Owner, Node: f.Node,
+		Since: f.Since.UTC().Truncate(time.Second), Summary: f.Summary,
+		RootCause: report.RootCause{ID: rc.ID, Message: f.Message, Evidence: evidence, References: dedup(refs)},
+		Fixes:     fixes,
+	}
+	out.ID = report.FindingID(out.Object, out.Check, out.RootCause.ID)
+	return out
+}
+
+func dedup(in []string) []string {
+	seen := map[string]bool{}
+	out := []string{}
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Age renders how long ago t was, the way kubectl shows ages ("12m", "3h4m").
+func Age(now, t time.Time) string {
+	if t.IsZero() {
+		return "unknown"
+	}
+	return duration.HumanDuration(now.Sub(t))
+}
+
+// Evidencef formats one evidence line.
+func Evidencef(format string, args ...any) string { return fmt.Sprintf(format, args...) }
