@@ -8,7 +8,7 @@
 GO        ?= go
 BIN       := $(CURDIR)/bin
 TOOLS     := $(BIN)/tools
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+VERSION   ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || echo v0.0.0-dev)
 COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE      ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 PKG       := github.com/workloaddoctor/kubectl-workloaddoctor
@@ -31,6 +31,9 @@ KUBE_BINS := kube-apiserver kube-controller-manager kube-scheduler kubectl
 
 .PHONY: all build tools test test-unit test-e2e lint clean
 
+# Packages with unit tests: everything except the e2e suite, which needs the binaries.
+UNIT_PKGS = $(shell $(GO) list ./... | grep -v /test/e2e)
+
 all: build
 
 build:
@@ -51,3 +54,20 @@ $(TOOLS)/kwok: hack/tools/kwok/go.mod hack/tools/kwok/go.sum
 
 $(TOOLS)/$(KUBE_OLD_VERSION)/kube-apiserver: hack/tools/$(KUBE_OLD_VERSION)/go.mod hack/tools/$(KUBE_OLD_VERSION)/go.sum
 	cd hack/tools/$(KUBE_OLD_VERSION) && $(GO) build -trimpath -ldflags '-s -w $(call stamp,$(KUBE_OLD_VERSION))' -o $@ k8s.io/kubernetes/cmd/kube-apiserver
+
+test: lint test-unit test-e2e
+
+test-unit:
+	$(GO) test -race -count=1 $(UNIT_PKGS)
+
+# e2e tests start real control planes from bin/tools and run bin/kubectl-workloaddoctor.
+test-e2e: build tools
+	$(GO) test -race -count=1 -timeout 60m ./test/e2e/...
+
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf $(BIN) dist

@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -92,6 +93,8 @@ type collector struct {
 	// resources found by discovery, for the objects input.
 	resources []discovered
 	discErr   error
+	// covered are resources another input reads whole; the objects input does not list them again.
+	covered map[schema.GroupResource]bool
 }
 
 type discovered struct {
@@ -132,7 +135,11 @@ func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Inp
 		snapshot.InputControllers:     col.readControllers,
 		snapshot.InputClusterAPI:      col.readClusters,
 	}
+	col.covered = coveredResources(want)
 	col.parallel(ctx, want, readers)
+	if want[snapshot.InputObjects] {
+		col.addCoveredObjects()
+	}
 	col.snap.Now = time.Now()
 	col.snap.Index()
 
@@ -456,7 +463,7 @@ func (col *collector) readObjects(ctx context.Context) error {
 	var todo []discovered
 	for _, r := range col.resources {
 		gr := r.gvr.GroupResource()
-		if skip[gr] || seen[gr] || (ns != "" && !r.namespaced) {
+		if skip[gr] || col.covered[gr] || seen[gr] || (ns != "" && !r.namespaced) {
 			continue
 		}
 		seen[gr] = true
@@ -518,6 +525,70 @@ func (col *collector) readObjects(ctx context.Context) error {
 		return errors.New(strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// coveredResources are the resources that other wanted inputs list whole.
+func coveredResources(want map[snapshot.Input]bool) map[schema.GroupResource]bool {
+	out := map[schema.GroupResource]bool{}
+	if want[snapshot.InputNodes] {
+		out[schema.GroupResource{Resource: "nodes"}] = true
+	}
+	if want[snapshot.InputControllers] {
+		out[schema.GroupResource{Group: "apps", Resource: "deployments"}] = true
+	}
+	if want[snapshot.InputAPIServices] {
+		out[apiServices.GroupResource()] = true
+	}
+	if want[snapshot.InputKruiseWorkloads] {
+		for _, gvr := range []schema.GroupVersionResource{kruise.CloneSets, kruise.StatefulSets, kruise.DaemonSets} {
+			out[gvr.GroupResource()] = true
+		}
+	}
+	if want[snapshot.InputClusterAPI] {
+		out[capiCluster.GroupResource()] = true
+	}
+	return out
+}
+
+// addCoveredObjects adds the objects being deleted among those other inputs read whole, so the
+// objects input still sees every resource.
+func (col *collector) addCoveredObjects() {
+	s := col.snap
+	add := func(gvr schema.GroupVersionResource, kind string, namespaced bool, m metav1.ObjectMeta) {
+		if m.DeletionTimestamp == nil || !col.covered[gvr.GroupResource()] {
+			return
+		}
+		if ns := col.namespace(); ns != "" && m.Namespace != ns {
+			return
+		}
+		pom := &metav1.PartialObjectMetadata{ObjectMeta: m}
+		pom.APIVersion, pom.Kind = gvr.GroupVersion().String(), kind
+		s.Objects = append(s.Objects, snapshot.Object{Resource: gvr, Kind: kind, Namespaced: namespaced, Meta: pom})
+	}
+	for _, n := range s.Nodes {
+		add(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, "Node", false, n.ObjectMeta)
+	}
+	for _, d := range s.Deployments {
+		add(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, "Deployment", true, d.ObjectMeta)
+	}
+	for _, a := range s.APIServices {
+		add(apiServices, "APIService", false, metaOf(a))
+	}
+	for _, w := range s.Workloads {
+		gvr := map[string]schema.GroupVersionResource{kruise.KindCloneSet: kruise.CloneSets, kruise.KindStatefulSet: kruise.StatefulSets, kruise.KindDaemonSet: kruise.DaemonSets}[w.Kind]
+		add(gvr, w.Kind, true, w.ObjectMeta)
+	}
+	for _, c := range s.Clusters {
+		add(capiCluster, "Cluster", true, metaOf(c))
+	}
+}
+
+func metaOf(u *unstructured.Unstructured) metav1.ObjectMeta {
+	var m metav1.ObjectMeta
+	if raw, ok := u.Object["metadata"].(map[string]any); ok {
+		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &m)
+	}
+	return m
 }
 
 func summarize(items []string, max int) string {

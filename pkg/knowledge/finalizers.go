@@ -32,6 +32,8 @@ var finalizerOwners = []FinalizerOwner{
 		Cleanup: "protection of a claim still mounted by a pod"},
 	{Match: "kubernetes.io/pv-protection", Owner: "PV protection controller (kube-controller-manager)", BuiltIn: true,
 		Cleanup: "protection of a volume still bound to a claim"},
+	{Match: "customresourcecleanup.apiextensions.k8s.io", Owner: "CRD finalizer (kube-apiserver)", BuiltIn: true,
+		Cleanup: "deletion of every custom resource of the definition"},
 	{Match: "service.kubernetes.io/load-balancer-cleanup", Owner: "service controller (cloud-controller-manager)", BuiltIn: true,
 		Cleanup: "deletion of the cloud load balancer"},
 	{Match: "kwok.x-k8s.io/fake", Owner: "kwok controller", Deployments: []string{"kube-system/kwok-controller"},

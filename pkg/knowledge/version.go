@@ -38,7 +38,7 @@ func ParseVersion(s string) (Version, error) {
 	nums := [3]int{}
 	for i, p := range parts {
 		n, err := strconv.Atoi(p)
-		if err != nil || n < 0 || p == "" || (len(p) > 1 && p[0] == '0') {
+		if err != nil || !digits(p) || (len(p) > 1 && p[0] == '0') {
 			return Version{}, fmt.Errorf("version %q: %q is not a number", orig, p)
 		}
 		nums[i] = n
@@ -47,7 +47,16 @@ func ParseVersion(s string) (Version, error) {
 	return v, nil
 }
 
-// MustVersion parses a version from a table literal; only for package-level tables in tests
+func digits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// mustVersion parses a version from a table literal; only for package-level tables in tests
 // and data whose values are fixed in source.
 func mustVersion(s string) Version {
 	v, err := ParseVersion(s)

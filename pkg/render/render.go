@@ -2,6 +2,7 @@
 package render
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -60,14 +61,22 @@ func Report(w io.Writer, r *report.Report, format string, colored bool) error {
 	case FormatYAML:
 		return YAML(w, r)
 	case FormatTable, FormatWide, "":
-		return Table(w, r, format == FormatWide, colored)
+		return Findings(w, r, format == FormatWide, colored)
 	}
 	return fmt.Errorf("unknown output format %q (want one of %s)", format, strings.Join(ReportFormats, ", "))
 }
 
-// NewTable returns a kubectl-style table: no borders, columns separated by spaces.
-func NewTable(w io.Writer, header ...string) *tablewriter.Table {
-	t := tablewriter.NewTable(w,
+// Table is a kubectl-style table: no borders, columns separated by spaces, no trailing blanks.
+type Table struct {
+	out io.Writer
+	buf bytes.Buffer
+	t   *tablewriter.Table
+}
+
+// NewTable returns a table with the given header that writes to w on Render.
+func NewTable(w io.Writer, header ...string) *Table {
+	tb := &Table{out: w}
+	tb.t = tablewriter.NewTable(&tb.buf,
 		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
 			Borders:  tw.BorderNone,
 			Settings: tw.Settings{Lines: tw.LinesNone, Separators: tw.SeparatorsNone},
@@ -83,8 +92,28 @@ func NewTable(w io.Writer, header ...string) *tablewriter.Table {
 	for i, s := range header {
 		h[i] = s
 	}
-	t.Header(h...)
-	return t
+	tb.t.Header(h...)
+	return tb
+}
+
+// Append adds a row.
+func (tb *Table) Append(row []string) error { return tb.t.Append(row) }
+
+// Render writes the table, trimming the padding at line ends.
+func (tb *Table) Render() error {
+	if err := tb.t.Render(); err != nil {
+		return err
+	}
+	var out strings.Builder
+	for _, line := range strings.SplitAfter(tb.buf.String(), "\n") {
+		nl := strings.HasSuffix(line, "\n")
+		out.WriteString(strings.TrimRight(line, " \n"))
+		if nl {
+			out.WriteByte('\n')
+		}
+	}
+	_, err := io.WriteString(tb.out, out.String())
+	return err
 }
 
 func paint(colored bool, s report.Severity) string {
@@ -102,8 +131,8 @@ func paint(colored bool, s report.Severity) string {
 	return c.Sprint(string(s))
 }
 
-// Table writes findings grouped by check, then a summary and a coverage note.
-func Table(w io.Writer, r *report.Report, wide, colored bool) error {
+// Findings writes findings grouped by check, then a summary and a coverage note.
+func Findings(w io.Writer, r *report.Report, wide, colored bool) error {
 	groups := map[string][]report.Finding{}
 	var order []string
 	for _, f := range r.Findings {

@@ -29,6 +29,8 @@ type Options struct {
 	MinAge time.Duration
 	// Context is the kubeconfig context name, for the report.
 	Context string
+	// PageSize is the LIST page size; 0 uses the collector's default.
+	PageSize int64
 }
 
 // Clients builds the API clients for a scan from a REST config, with QPS and burst raised: a scan
@@ -58,7 +60,7 @@ func Clients(cfg *rest.Config) (collect.Clients, error) {
 // Run collects and checks, returning the normalized report and the snapshot it was built from.
 func Run(ctx context.Context, c collect.Clients, opts Options) (*report.Report, *snapshot.Snapshot, error) {
 	snap, err := collect.Collect(ctx, c, collect.Options{
-		Scope: opts.Scope, Settings: opts.Settings,
+		Scope: opts.Scope, Settings: opts.Settings, PageSize: opts.PageSize,
 		Candidates: candidates(opts.Checks),
 	}, checks.Needs(opts.Checks))
 	if err != nil {

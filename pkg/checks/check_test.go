@@ -1,0 +1,137 @@
+package checks
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
+)
+
+// stubCheck is a check defined by the test, to exercise the framework without the real checks.
+type stubCheck struct {
+	info    Info
+	runs    int
+	gotAge  time.Duration
+	finding bool
+}
+
+func (c *stubCheck) Info() Info { return c.info }
+
+func (c *stubCheck) Run(s *snapshot.Snapshot, threshold time.Duration) []report.Finding {
+	c.runs++
+	c.gotAge = threshold
+	if !c.finding {
+		return nil
+	}
+	return []report.Finding{NewFinding(c.info, Finding{RootCause: "rc", Object: report.ObjectRef{Kind: "Pod", Name: "p", UID: "u"}})}
+}
+
+func stub(id string, needs ...Need) *stubCheck {
+	return &stubCheck{info: Info{ID: id, Threshold: 5 * time.Minute, Needs: needs,
+		RootCauses: []RootCause{{ID: "rc", Severity: report.SeverityWarning, References: []string{"ref#1"}}}}}
+}
+
+func TestEmptyRegistry(t *testing.T) {
+	r := NewRegistry()
+	if len(r.All()) != 0 || len(r.IDs()) != 0 {
+		t.Fatal("empty registry lists checks")
+	}
+	got, err := r.Select(nil, nil)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("Select on empty registry = %v, %v", got, err)
+	}
+	if _, err := r.Select([]string{"nope"}, nil); err == nil {
+		t.Fatal("unknown check accepted")
+	}
+}
+
+func TestSelect(t *testing.T) {
+	r := NewRegistry(stub("b"), stub("a"), stub("c"))
+	if ids := strings.Join(r.IDs(), ","); ids != "a,b,c" {
+		t.Errorf("IDs = %s, want sorted", ids)
+	}
+	got, err := r.Select([]string{"a", "c"}, []string{"c"})
+	if err != nil || len(got) != 1 || got[0].Info().ID != "a" {
+		t.Errorf("Select(a,c minus c) = %v, %v", got, err)
+	}
+	_, err = r.Select(nil, []string{"typo"})
+	if err == nil || !strings.Contains(err.Error(), `"typo"`) || !strings.Contains(err.Error(), "a, b, c") {
+		t.Errorf("unknown --skip-checks error = %v", err)
+	}
+}
+
+func TestNeedsDeduplicates(t *testing.T) {
+	cs := []Check{
+		stub("a", Need{Input: snapshot.InputPods}, Need{Input: snapshot.InputNodes}),
+		stub("b", Need{Input: snapshot.InputPods}, Need{Input: snapshot.InputEvents, Optional: true}),
+	}
+	got := Needs(cs)
+	if len(got) != 3 {
+		t.Errorf("Needs = %v, want pods, nodes, events once each", got)
+	}
+}
+
+func TestRunCoverage(t *testing.T) {
+	ok := stub("ok", Need{Input: snapshot.InputPods})
+	ok.finding = true
+	skipped := stub("skipped", Need{Input: snapshot.InputNodes})
+	degraded := stub("degraded", Need{Input: snapshot.InputPods}, Need{Input: snapshot.InputControllerLogs, Optional: true})
+	s := &snapshot.Snapshot{Unread: map[snapshot.Input]error{
+		snapshot.InputNodes:          errors.New("forbidden: list nodes"),
+		snapshot.InputControllerLogs: errors.New("forbidden: get pods/log"),
+	}}
+	s.Index()
+	findings, cov := Run(s, []Check{ok, skipped, degraded}, -1)
+	if skipped.runs != 0 {
+		t.Error("a check whose required input is unread ran")
+	}
+	if ok.runs != 1 || degraded.runs != 1 {
+		t.Error("checks with their inputs did not run")
+	}
+	if ok.gotAge != 5*time.Minute {
+		t.Errorf("threshold = %v, want the check's own", ok.gotAge)
+	}
+	if len(cov.Skipped) != 1 || cov.Skipped[0].Check != "skipped" || cov.Skipped[0].Reason != "forbidden: list nodes" {
+		t.Errorf("skipped = %+v", cov.Skipped)
+	}
+	if len(cov.Degraded) != 1 || cov.Degraded[0].Check != "degraded" {
+		t.Errorf("degraded = %+v", cov.Degraded)
+	}
+	if strings.Join(cov.Checks, ",") != "ok,degraded" {
+		t.Errorf("checks that ran = %v", cov.Checks)
+	}
+	if len(findings) != 1 || findings[0].Severity != report.SeverityWarning || findings[0].RootCause.References[0] != "ref#1" {
+		t.Errorf("findings = %+v", findings)
+	}
+	_, _ = Run(s, []Check{ok}, 0)
+	if ok.gotAge != 0 {
+		t.Errorf("--min-age 0s did not override the threshold: %v", ok.gotAge)
+	}
+}
+
+func TestBuiltinChecksAreDocumented(t *testing.T) {
+	ids := map[string]bool{}
+	for _, c := range Default().All() {
+		info := c.Info()
+		if info.ID == "" || info.Title == "" || info.Description == "" || info.Threshold <= 0 || len(info.Needs) == 0 {
+			t.Errorf("check %q is missing its ID, title, description, threshold or inputs", info.ID)
+		}
+		if ids[info.ID] {
+			t.Errorf("check %q registered twice", info.ID)
+		}
+		ids[info.ID] = true
+		for _, rc := range info.RootCauses {
+			if rc.Title == "" || rc.Description == "" || rc.Severity.Rank() == 0 {
+				t.Errorf("%s/%s lacks a title, description or severity", info.ID, rc.ID)
+			}
+			for _, a := range rc.Actions {
+				if _, ok := LookupAction(a); !ok {
+					t.Errorf("%s/%s offers unknown action %q", info.ID, rc.ID, a)
+				}
+			}
+		}
+	}
+}
