@@ -145,6 +145,9 @@ func Run(s *snapshot.Snapshot, cs []Check, minAge time.Duration) ([]report.Findi
 		info := c.Info()
 		var missing, degraded []string
 		for _, n := range info.Needs {
+			if limit, ok := s.Limits[n.Input]; ok {
+				cov.Notes = append(cov.Notes, report.Note{Check: info.ID, Reason: limit})
+			}
 			err, unread := s.Unread[n.Input]
 			if !unread {
 				continue

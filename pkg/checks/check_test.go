@@ -106,7 +106,11 @@ func TestRunCoverage(t *testing.T) {
 	if len(findings) != 1 || findings[0].Severity != report.SeverityWarning || findings[0].RootCause.References[0] != "ref#1" {
 		t.Errorf("findings = %+v", findings)
 	}
-	_, _ = Run(s, []Check{ok}, 0)
+	s.Limits = map[snapshot.Input]string{snapshot.InputPods: "secrets not listed"}
+	_, cov = Run(s, []Check{ok}, 0)
+	if len(cov.Notes) != 1 || cov.Notes[0].Check != "ok" || len(cov.Skipped)+len(cov.Degraded) != 0 {
+		t.Errorf("a deliberate limit must be a note, not a gap: %+v", cov)
+	}
 	if ok.gotAge != 0 {
 		t.Errorf("--min-age 0s did not override the threshold: %v", ok.gotAge)
 	}

@@ -240,6 +240,11 @@ func plural(n int) string {
 }
 
 func coverageNote(w io.Writer, c report.Coverage) error {
+	defer func() {
+		for _, n := range c.Notes {
+			fmt.Fprintf(w, "  note %s: %s\n", n.Check, n.Reason)
+		}
+	}()
 	if c.Complete {
 		_, err := fmt.Fprintf(w, "Coverage: complete (%d check%s ran).\n", len(c.Checks), plural(len(c.Checks)))
 		return err

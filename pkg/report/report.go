@@ -71,6 +71,9 @@ type Coverage struct {
 	Checks   []string `json:"checks"`
 	Skipped  []Note   `json:"skipped"`
 	Degraded []Note   `json:"degraded"`
+	// Notes are deliberate limits that do not make coverage incomplete, such as Secrets not
+	// being listed because the credentials (rightly) may not list them.
+	Notes []Note `json:"notes"`
 }
 
 // Note explains why a check was skipped or degraded.
@@ -204,6 +207,9 @@ func (r *Report) Normalize() {
 	}
 	if r.Coverage.Degraded == nil {
 		r.Coverage.Degraded = []Note{}
+	}
+	if r.Coverage.Notes == nil {
+		r.Coverage.Notes = []Note{}
 	}
 	r.Coverage.Complete = len(r.Coverage.Skipped) == 0 && len(r.Coverage.Degraded) == 0
 }

@@ -115,6 +115,9 @@ type Snapshot struct {
 	Installed map[string]bool
 	// Unread records inputs (or parts of them) that could not be read, and why.
 	Unread map[Input]error
+	// Limits records parts of inputs left unread on purpose (e.g. Secrets without list rights);
+	// they are reported as coverage notes and do not make coverage incomplete.
+	Limits map[Input]string
 
 	podByUID      map[types.UID]*corev1.Pod
 	fullPodByUID  map[types.UID]*corev1.Pod
@@ -190,6 +193,9 @@ func (s *Snapshot) Index() {
 	}
 	if s.Unread == nil {
 		s.Unread = map[Input]error{}
+	}
+	if s.Limits == nil {
+		s.Limits = map[Input]string{}
 	}
 	if s.Installed == nil {
 		s.Installed = map[string]bool{}
