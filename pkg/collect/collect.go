@@ -95,6 +95,8 @@ type collector struct {
 	discErr   error
 	// covered are resources another input reads whole; the objects input does not list them again.
 	covered map[schema.GroupResource]bool
+	// podsRV is the resourceVersion the pod list was read at; candidates are read at it or newer.
+	podsRV string
 }
 
 type discovered struct {
@@ -279,65 +281,6 @@ func hasVerb(verbs metav1.Verbs, v string) bool {
 		}
 	}
 	return false
-}
-
-func (col *collector) readPods(ctx context.Context) error {
-	ns := col.namespace()
-	opts := metav1.ListOptions{LabelSelector: col.opts.Scope.LabelSelector}
-	var pods []*corev1.Pod
-	err := col.paginate(ctx, opts, func(ctx context.Context, o metav1.ListOptions) (string, error) {
-		l, err := col.c.Metadata.Resource(podsGVR).Namespace(ns).List(ctx, o)
-		if err != nil {
-			return "", readErr("list", "pods", err)
-		}
-		for i := range l.Items {
-			pods = append(pods, &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: l.Items[i].ObjectMeta})
-		}
-		return l.Continue, nil
-	})
-	col.add(func(s *snapshot.Snapshot) { s.Pods = pods })
-	return err
-}
-
-// readCandidates reads the full objects of the pods the checks asked for, a bounded number at a time.
-func (col *collector) readCandidates(ctx context.Context, uids []types.UID) error {
-	var todo []*corev1.Pod
-	for _, uid := range uids {
-		if p, full := col.snap.Pod(uid); p != nil && !full {
-			todo = append(todo, p)
-		}
-	}
-	var (
-		wg    sync.WaitGroup
-		sem   = make(chan struct{}, col.opts.Concurrency*2)
-		mu    sync.Mutex
-		full  []*corev1.Pod
-		first error
-	)
-	for _, p := range todo {
-		wg.Add(1)
-		go func(ns, name string, uid types.UID) {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			got, err := col.c.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case apierrors.IsNotFound(err):
-				// Deleted since the list: nothing left to diagnose.
-			case err != nil:
-				if first == nil {
-					first = readErr("get", "pods", err)
-				}
-			case got.UID == uid:
-				full = append(full, got)
-			}
-		}(p.Namespace, p.Name, p.UID)
-	}
-	wg.Wait()
-	col.add(func(s *snapshot.Snapshot) { s.FullPods = append(s.FullPods, full...) })
-	return first
 }
 
 func (col *collector) readNodes(ctx context.Context) error {
@@ -754,6 +697,10 @@ func (col *collector) readLogs(ctx context.Context) error {
 		return nil
 	}
 	pod := kruise.HolderPod(*lease.Spec.HolderIdentity)
+	// The apiserver answers pods/log of a pod bound to no node with an empty body, not an error.
+	if p, ok := col.snap.ControllerPod(ns, pod); ok && p.Spec.NodeName == "" {
+		return fmt.Errorf("get pods/log of %s/%s: the leader pod is not bound to a node", ns, pod)
+	}
 	since := int64(col.opts.LogSince.Seconds())
 	limit := col.opts.LogLimitBytes
 	req := col.c.Kube.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{

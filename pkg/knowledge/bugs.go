@@ -42,9 +42,12 @@ var bugs = []Bug{
 		Summary:   "the CloneSet pod event filter ignores preNormal hook finalizer changes, so no reconcile moves the pod out of PreparingNormal",
 	},
 	{
+		// CloneSet OnDelete arrived in v1.9.0 (#2224). The fix, commit 58a5d52fb, is on master only: no
+		// release tag up to v1.9.0 contains it and release-1.9 does not carry it, so every v1.9.x is
+		// affected and the first release cut from master (v1.10.0) is the first fixed one.
 		ID: BugOnDeleteRefresh, Component: ComponentKruiseManager,
-		Affected:  Range{From: "v1.9.0", Fixed: "v1.9.1"},
-		Reference: []string{"openkruise/kruise commit 58a5d52fb"},
+		Affected:  Range{From: "v1.9.0", Fixed: "v1.10.0"},
+		Reference: []string{"openkruise/kruise commit 58a5d52fb", "openkruise/kruise#2224"},
 		Summary:   "with updateStrategy.type OnDelete, pods never leave PreparingNormal and never get the InPlaceUpdateReady condition",
 	},
 	{

@@ -1,0 +1,257 @@
+package checks
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
+)
+
+// stNamespaceFinalizer is the spec.finalizers entry the namespace controller removes through /finalize.
+const stNamespaceFinalizer = corev1.FinalizerKubernetes
+
+// stGroupVersionRe finds group/version pairs ("metrics.k8s.io/v1beta1") in a discovery error.
+var stGroupVersionRe = regexp.MustCompile(`\b([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+)/(v[0-9]+[a-z0-9]*)\b`)
+
+// stRemainingRe and stFinalizersRe read the namespace controller's condition messages:
+// "widgets.example.com has 1 resource instances", "example.com/protect in 1 resource instances".
+var (
+	stRemainingRe  = regexp.MustCompile(`([^\s,:]+) has (\d+) resource instances`)
+	stFinalizersRe = regexp.MustCompile(`([^\s,:]+) in (\d+) resource instances`)
+)
+
+func stNamespaceCondition(ns *corev1.Namespace, t corev1.NamespaceConditionType) *corev1.NamespaceCondition {
+	for i := range ns.Status.Conditions {
+		c := &ns.Status.Conditions[i]
+		if c.Type == t && c.Status == corev1.ConditionTrue {
+			return c
+		}
+	}
+	return nil
+}
+
+func (a *termAnalysis) conditionLine(c *corev1.NamespaceCondition) string {
+	return fmt.Sprintf("condition %s=%s (%s) since %s (%s ago): %s", c.Type, c.Status, c.Reason,
+		c.LastTransitionTime.UTC().Format(time.RFC3339), Age(a.now, c.LastTransitionTime.Time), stOneLine(c.Message, 300))
+}
+
+// namespace diagnoses a namespace being deleted.
+func (a *termAnalysis) namespace(ns *corev1.Namespace) (report.Finding, bool) {
+	since, due := a.overdue(ns)
+	if !due {
+		return report.Finding{}, false
+	}
+	subj := stSubject{ref: Ref("v1", "Namespace", ns), kind: "Namespace", meta: ns, noun: "Terminating"}
+	owners := stNewOwnerCache(a, subj)
+	steps := []func() (Finding, bool){
+		func() (Finding, bool) { return a.namespaceDiscovery(ns) },
+		func() (Finding, bool) { return a.namespaceContent(ns) },
+		func() (Finding, bool) { return a.readdRace(subj, owners) },
+		func() (Finding, bool) { return a.finalizerOwners(subj, owners) },
+		func() (Finding, bool) { return a.namespaceControllerIdle(ns) },
+	}
+	for _, step := range steps {
+		if f, ok := step(); ok {
+			f := f
+			if len(ns.Spec.Finalizers) > 0 {
+				var fs []string
+				for _, x := range ns.Spec.Finalizers {
+					fs = append(fs, string(x))
+				}
+				f.Evidence = append(f.Evidence, "spec.finalizers ["+strings.Join(fs, ", ")+"]")
+			}
+			return a.finish(subj, since, f, ""), true
+		}
+	}
+	return report.Finding{}, false
+}
+
+// namespaceDiscovery reports a namespace whose deletion waits on failing API discovery.
+func (a *termAnalysis) namespaceDiscovery(ns *corev1.Namespace) (Finding, bool) {
+	c := stNamespaceCondition(ns, corev1.NamespaceDeletionDiscoveryFailure)
+	if c == nil {
+		return Finding{}, false
+	}
+	ev := []string{a.conditionLine(c)}
+	gvs := map[string]bool{}
+	var gvList []string
+	for _, m := range stGroupVersionRe.FindAllStringSubmatch(c.Message, -1) {
+		gv := m[1] + "/" + m[5]
+		if !gvs[gv] {
+			gvs[gv] = true
+			gvList = append(gvList, gv)
+		}
+	}
+	sort.Strings(gvList)
+	if len(gvList) > 0 {
+		ev = append(ev, "failing group versions named by the condition: "+strings.Join(gvList, ", "))
+	}
+	var blamed []string
+	if a.read(snapshot.InputAPIServices) {
+		for _, svc := range a.s.APIServices {
+			status, reason, message := stAPIServiceAvailable(svc)
+			if status == string(corev1.ConditionTrue) {
+				continue
+			}
+			group, _, _ := unstructured.NestedString(svc.Object, "spec", "group")
+			version, _, _ := unstructured.NestedString(svc.Object, "spec", "version")
+			backend := "local"
+			if n, ok, _ := unstructured.NestedString(svc.Object, "spec", "service", "name"); ok {
+				sns, _, _ := unstructured.NestedString(svc.Object, "spec", "service", "namespace")
+				backend = "service " + sns + "/" + n
+			}
+			line := fmt.Sprintf("APIService %s (%s): Available=%s", svc.GetName(), backend, status)
+			if reason != "" {
+				line += " (" + reason + ")"
+			}
+			if message != "" {
+				line += ": " + stOneLine(message, 160)
+			}
+			if gvs[group+"/"+version] {
+				line += "; named by the condition"
+			}
+			ev = append(ev, line)
+			blamed = append(blamed, svc.GetName())
+		}
+		if len(blamed) == 0 {
+			ev = append(ev, "every APIService is Available now: the namespace controller retries and should finish soon")
+		}
+	} else {
+		ev = append(ev, "APIServices were not read (apiregistration.k8s.io)")
+	}
+	who := strings.Join(gvList, ", ")
+	if len(blamed) > 0 {
+		who = "APIService " + strings.Join(blamed, ", ")
+	}
+	if who == "" {
+		who = "an aggregated API"
+	}
+	return Finding{
+		RootCause: RCNamespaceDiscoveryFailed,
+		Summary:   fmt.Sprintf("Terminating for %s: API discovery fails for %s", Age(a.now, ns.DeletionTimestamp.Time), who),
+		Message: fmt.Sprintf("The namespace controller must list every API group to prove the namespace is empty, and "+
+			"discovery fails for %s, so it keeps the kubernetes finalizer. An unavailable APIService blocks the deletion "+
+			"of every namespace in the cluster: fix the service behind it, or delete the APIService if that API is gone.", who),
+		Evidence: ev,
+	}, true
+}
+
+// stAPIServiceAvailable returns an APIService's Available condition.
+func stAPIServiceAvailable(svc *unstructured.Unstructured) (status, reason, message string) {
+	conds, _, _ := unstructured.NestedSlice(svc.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok || m["type"] != "Available" {
+			continue
+		}
+		status, _ = m["status"].(string)
+		reason, _ = m["reason"].(string)
+		message, _ = m["message"].(string)
+		return status, reason, message
+	}
+	return "Unknown", "", "no Available condition"
+}
+
+// namespaceContent reports a namespace whose content is not deleted yet, naming what remains.
+func (a *termAnalysis) namespaceContent(ns *corev1.Namespace) (Finding, bool) {
+	content := stNamespaceCondition(ns, corev1.NamespaceContentRemaining)
+	fins := stNamespaceCondition(ns, corev1.NamespaceFinalizersRemaining)
+	failed := stNamespaceCondition(ns, corev1.NamespaceDeletionContentFailure)
+	gv := stNamespaceCondition(ns, corev1.NamespaceDeletionGVParsingFailure)
+	if content == nil && fins == nil && failed == nil && gv == nil {
+		return Finding{}, false
+	}
+	var ev, kinds, finalizers []string
+	for _, c := range []*corev1.NamespaceCondition{content, fins, failed, gv} {
+		if c != nil {
+			ev = append(ev, a.conditionLine(c))
+		}
+	}
+	if content != nil {
+		for _, m := range stRemainingRe.FindAllStringSubmatch(content.Message, -1) {
+			kinds = append(kinds, fmt.Sprintf("%s (%s)", strings.TrimSuffix(m[1], "."), m[2]))
+		}
+	}
+	if fins != nil {
+		for _, m := range stFinalizersRe.FindAllStringSubmatch(fins.Message, -1) {
+			finalizers = append(finalizers, fmt.Sprintf("%s (%s)", m[1], m[2]))
+		}
+	}
+	if len(kinds) > 0 {
+		ev = append(ev, "remaining: "+strings.Join(kinds, ", "))
+	}
+	if len(finalizers) > 0 {
+		ev = append(ev, "held by finalizers: "+strings.Join(finalizers, ", "))
+	}
+	// The stuck objects themselves, as the objects input saw them; each has its own finding.
+	var objs []string
+	for _, o := range a.s.Objects {
+		if o.Meta == nil || o.Meta.Namespace != ns.Name || o.Meta.DeletionTimestamp == nil {
+			continue
+		}
+		objs = append(objs, fmt.Sprintf("%s %s [%s]", o.Kind, o.Meta.Name, strings.Join(o.Meta.Finalizers, ", ")))
+	}
+	terminatingPods := 0
+	for _, p := range a.s.Pods {
+		if p.Namespace == ns.Name && p.DeletionTimestamp != nil {
+			terminatingPods++
+		}
+	}
+	sort.Strings(objs)
+	if len(objs) > 5 {
+		objs = append(objs[:5], fmt.Sprintf("and %d more", len(objs)-5))
+	}
+	if len(objs) > 0 {
+		ev = append(ev, "objects being deleted in the namespace: "+strings.Join(objs, "; "))
+	}
+	if terminatingPods > 0 {
+		ev = append(ev, fmt.Sprintf("%d pod(s) Terminating in the namespace", terminatingPods))
+	}
+	what := strings.Join(kinds, ", ")
+	if what == "" {
+		what = "some content"
+	}
+	msg := fmt.Sprintf("The namespace controller deleted what it could, but %s remains", what)
+	if len(finalizers) > 0 {
+		msg += ", held by finalizers " + strings.Join(finalizers, ", ")
+	}
+	msg += ". The namespace goes away once that content does; the stuck objects' own findings say who must remove their finalizers."
+	if failed != nil {
+		msg += " Some deletions failed outright (NamespaceDeletionContentFailure)."
+	}
+	return Finding{
+		RootCause: RCNamespaceContentRemaining,
+		Summary:   fmt.Sprintf("Terminating for %s: %s remains", Age(a.now, ns.DeletionTimestamp.Time), what),
+		Message:   msg,
+		Evidence:  ev,
+	}, true
+}
+
+// namespaceControllerIdle reports a namespace whose kubernetes finalizer is still there and
+// about which the namespace controller wrote no condition: it is not running or not reaching it.
+func (a *termAnalysis) namespaceControllerIdle(ns *corev1.Namespace) (Finding, bool) {
+	has := false
+	for _, f := range ns.Spec.Finalizers {
+		if f == stNamespaceFinalizer {
+			has = true
+		}
+	}
+	if !has {
+		return Finding{}, false
+	}
+	return Finding{
+		RootCause: RCFinalizerOwnerNotActing,
+		Summary:   fmt.Sprintf("Terminating for %s: the namespace controller has not finalized it", Age(a.now, ns.DeletionTimestamp.Time)),
+		Message: "spec.finalizers still holds kubernetes, which the namespace controller in kube-controller-manager removes " +
+			"once the namespace is empty, and it has written no deletion condition: check that kube-controller-manager " +
+			"runs with the namespace controller.",
+		Evidence: []string{"finalizer kubernetes: owner namespace controller (kube-controller-manager), known-finalizer table; no NamespaceDeletion* or *Remaining condition is set"},
+	}, true
+}
