@@ -46,6 +46,8 @@ type Options struct {
 	APIServerBinary string
 	// ExtraAPIServerArgs are appended to the apiserver's flags (a later flag wins).
 	ExtraAPIServerArgs []string
+	// ExtraEtcdArgs are appended to etcd's flags, e.g. a larger --quota-backend-bytes for a benchmark.
+	ExtraEtcdArgs []string
 }
 
 // KwokOptions selects which nodes kwok manages: all of them, or those matching an annotation selector.
@@ -66,7 +68,9 @@ type Cluster struct {
 	// APIServerURL is https://127.0.0.1:<port>.
 	APIServerURL string
 
-	t          testing.TB
+	t          testing.TB // nil for a cluster from New
+	logf       func(format string, args ...any)
+	removeDir  bool // Stop removes Dir (New made it)
 	opts       Options
 	ca         *ca
 	caFile     string
@@ -92,38 +96,99 @@ func Start(t testing.TB, opts Options) *Cluster {
 	}
 	requireExecutable(t, apiserver)
 	etcd := Binary(t, "etcd")
-	c := &Cluster{
-		Dir:     t.TempDir(),
-		t:       t,
-		opts:    opts,
-		spawner: newSpawner(),
-	}
-	// HOME points into the cluster dir so no component reads or writes the user's dotfiles
-	// (kwok would load ~/.kwok/kwok.yaml).
-	c.env = append(os.Environ(), "HOME="+c.Dir)
+	c := newCluster(t.TempDir(), opts, t.Logf)
+	c.t = t
 	t.Cleanup(c.Stop) // before anything starts, so a failing Start still cleans up
 
 	began := time.Now()
-	ctx, cancel := context.WithTimeout(t.Context(), startTimeout)
-	defer cancel()
-	if err := c.startControlPlane(ctx, etcd, apiserver); err != nil {
+	if err := c.boot(t.Context(), etcd, apiserver); err != nil {
 		t.Fatalf("start test cluster: %v", err)
-	}
-	if opts.ControllerManager {
-		if _, err := c.startControllerManager(); err != nil {
-			t.Fatalf("start test cluster: %v", err)
-		}
-	}
-	if opts.Scheduler {
-		if _, err := c.startScheduler(); err != nil {
-			t.Fatalf("start test cluster: %v", err)
-		}
 	}
 	if opts.Kwok != nil {
 		c.StartKwok(t)
 	}
 	t.Logf("test cluster %s up in %s (dir %s)", c.APIServerURL, time.Since(began).Round(time.Millisecond), c.Dir)
 	return c
+}
+
+// New runs a cluster outside a test (the benchmark in bench/): etcd, kube-apiserver, and the
+// controller manager and scheduler if opts asks for them; kwok needs a test (Start). Progress goes
+// to logf (nil discards it). The caller must call Stop, which also removes the cluster's directory.
+func New(ctx context.Context, opts Options, logf func(format string, args ...any)) (*Cluster, error) {
+	if opts.Kwok != nil {
+		return nil, errors.New("start cluster: kwok is only supported in tests (Start)")
+	}
+	apiserver := opts.APIServerBinary
+	if apiserver == "" {
+		var err error
+		if apiserver, err = LookupBinary("kube-apiserver"); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkExecutable(apiserver); err != nil {
+		return nil, err
+	}
+	etcd, err := LookupBinary("etcd")
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "testcluster-")
+	if err != nil {
+		return nil, fmt.Errorf("start cluster: %w", err)
+	}
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	c := newCluster(dir, opts, logf)
+	c.removeDir = true
+	if err := c.boot(ctx, etcd, apiserver); err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("start cluster: %w", err)
+	}
+	return c, nil
+}
+
+func newCluster(dir string, opts Options, logf func(format string, args ...any)) *Cluster {
+	c := &Cluster{Dir: dir, opts: opts, logf: logf, spawner: newSpawner()}
+	// HOME points into the cluster dir so no component reads or writes the user's dotfiles
+	// (kwok would load ~/.kwok/kwok.yaml).
+	c.env = append(os.Environ(), "HOME="+c.Dir)
+	return c
+}
+
+// boot starts etcd, the apiserver and the optional controller manager and scheduler, waiting at
+// most startTimeout for the control plane to become ready.
+func (c *Cluster) boot(ctx context.Context, etcd, apiserver string) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		err := c.startControlPlane(ctx, etcd, apiserver)
+		if err == nil {
+			break
+		}
+		// Free ports are released before the components bind them, so a parallel test can take
+		// one in between: start over on fresh ports.
+		if attempt < 3 && strings.Contains(err.Error(), "address already in use") {
+			c.logf("test cluster: port taken, retrying: %v", err)
+			c.mu.Lock()
+			procs := c.procs
+			c.mu.Unlock()
+			stopProcesses(procs)
+			continue
+		}
+		return err
+	}
+	if c.opts.ControllerManager {
+		if _, err := c.startControllerManager(); err != nil {
+			return err
+		}
+	}
+	if c.opts.Scheduler {
+		if _, err := c.startScheduler(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *Cluster) startControlPlane(ctx context.Context, etcdBin, apiserverBin string) error {
@@ -138,18 +203,23 @@ func (c *Cluster) startControlPlane(ctx context.Context, etcdBin, apiserverBin s
 		return err
 	}
 
+	dataDir := filepath.Join(c.Dir, "etcd")
+	if err := os.RemoveAll(dataDir); err != nil { // left by an attempt on other ports
+		return fmt.Errorf("clean etcd data dir: %w", err)
+	}
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClient)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeer)
-	etcd, err := c.start("etcd", etcdBin,
-		"--name=default",
-		"--data-dir="+filepath.Join(c.Dir, "etcd"),
-		"--listen-client-urls="+etcdURL,
-		"--advertise-client-urls="+etcdURL,
-		"--listen-peer-urls="+peerURL,
-		"--initial-advertise-peer-urls="+peerURL,
-		"--initial-cluster=default="+peerURL,
+	etcd, err := c.start("etcd", etcdBin, append([]string{
+		"--name=testcluster",
+		"--data-dir=" + dataDir,
+		"--listen-client-urls=" + etcdURL,
+		"--advertise-client-urls=" + etcdURL,
+		"--listen-peer-urls=" + peerURL,
+		"--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=testcluster=" + peerURL,
 		"--unsafe-no-fsync", // test data is thrown away; fsync dominates write latency
 		"--log-level=warn",
+	}, c.opts.ExtraEtcdArgs...)...,
 	)
 	if err != nil {
 		return err
@@ -290,11 +360,19 @@ func (c *Cluster) startControllerManager() (*process, error) {
 		// Check nodes often enough that a short grace period is noticed promptly.
 		args = append(args, "--node-monitor-grace-period="+g.String(), "--node-monitor-period=1s")
 	}
-	return c.start("kube-controller-manager", Binary(c.t, "kube-controller-manager"), args...)
+	bin, err := LookupBinary("kube-controller-manager")
+	if err != nil {
+		return nil, err
+	}
+	return c.start("kube-controller-manager", bin, args...)
 }
 
 func (c *Cluster) startScheduler() (*process, error) {
-	return c.start("kube-scheduler", Binary(c.t, "kube-scheduler"),
+	bin, err := LookupBinary("kube-scheduler")
+	if err != nil {
+		return nil, err
+	}
+	return c.start("kube-scheduler", bin,
 		"--kubeconfig="+c.Kubeconfig,
 		"--leader-elect=false",
 		"--secure-port=0",
@@ -378,42 +456,22 @@ func (c *Cluster) Stop() {
 		procs := append([]*process(nil), c.procs...)
 		c.mu.Unlock()
 
-		var early []*process
-		var earlyMu sync.Mutex
-		stopAll := func(ps []*process) {
-			var wg sync.WaitGroup
-			for _, p := range ps {
-				wg.Go(func() {
-					if p.stop() {
-						earlyMu.Lock()
-						early = append(early, p)
-						earlyMu.Unlock()
-					}
-				})
-			}
-			wg.Wait()
-		}
-		// Controllers go first so they do not log errors about a vanished apiserver.
-		var components, apiservers, etcds []*process
-		for _, p := range procs {
-			switch p.name {
-			case "etcd":
-				etcds = append(etcds, p)
-			case "kube-apiserver":
-				apiservers = append(apiservers, p)
-			default:
-				components = append(components, p)
-			}
-		}
-		stopAll(components)
-		stopAll(apiservers)
-		stopAll(etcds)
+		early := stopProcesses(procs)
 		c.spawner.close()
 
 		for _, p := range early {
-			c.t.Errorf("test cluster: %s (pid %d) exited before teardown: %v", p.name, p.pid(), p.waitErr)
+			if c.t != nil {
+				c.t.Errorf("test cluster: %s (pid %d) exited before teardown: %v", p.name, p.pid(), p.waitErr)
+			} else {
+				c.logf("test cluster: %s (pid %d) exited before teardown: %v; logs kept in %s", p.name, p.pid(), p.waitErr, c.Dir)
+			}
 		}
-		if c.t.Failed() {
+		if c.removeDir && len(early) == 0 {
+			if err := os.RemoveAll(c.Dir); err != nil {
+				c.logf("test cluster: remove %s: %v", c.Dir, err)
+			}
+		}
+		if c.t != nil && c.t.Failed() {
 			seen := map[string]bool{}
 			for _, p := range procs {
 				if !seen[p.logPath] {
@@ -423,6 +481,40 @@ func (c *Cluster) Stop() {
 			}
 		}
 	})
+}
+
+// stopProcesses stops controllers first so they do not log errors about a vanished apiserver,
+// then apiservers, then etcd; each tier in parallel. It returns the processes that had exited
+// before they were asked to.
+func stopProcesses(procs []*process) (early []*process) {
+	tier := func(p *process) int {
+		switch p.name {
+		case "kube-apiserver":
+			return 1
+		case "etcd":
+			return 2
+		default:
+			return 0
+		}
+	}
+	var mu sync.Mutex
+	for t := range 3 {
+		var wg sync.WaitGroup
+		for _, p := range procs {
+			if tier(p) != t {
+				continue
+			}
+			wg.Go(func() {
+				if p.stop() {
+					mu.Lock()
+					early = append(early, p)
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+	}
+	return early
 }
 
 // Processes returns the PIDs of every process the cluster started, including stopped ones.

@@ -70,18 +70,36 @@ func ToolsDir() (string, error) {
 // Binary returns the path of a tool in ToolsDir, failing the test with a hint when it is missing.
 func Binary(t testing.TB, name string) string {
 	t.Helper()
+	path, err := LookupBinary(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// LookupBinary is Binary for callers outside a test: the path of a tool in ToolsDir, or an error
+// with a hint when it is missing.
+func LookupBinary(name string) (string, error) {
 	dir, err := ToolsDir()
 	if err != nil {
-		t.Fatalf("locate %s: %v", name, err)
+		return "", fmt.Errorf("locate %s: %w", name, err)
 	}
-	return requireExecutable(t, filepath.Join(dir, name))
+	path := filepath.Join(dir, name)
+	return path, checkExecutable(path)
 }
 
 func requireExecutable(t testing.TB, path string) string {
 	t.Helper()
-	fi, err := os.Stat(path)
-	if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		t.Fatalf("binary %s is missing or not executable: run `make tools` in the repo root (or set %s)", path, ToolsDirEnv)
+	if err := checkExecutable(path); err != nil {
+		t.Fatal(err)
 	}
 	return path
+}
+
+func checkExecutable(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return fmt.Errorf("binary %s is missing or not executable: run `make tools` in the repo root (or set %s)", path, ToolsDirEnv)
+	}
+	return nil
 }

@@ -65,8 +65,8 @@ func TestHarnessLivingCluster(t *testing.T) {
 	waitNodeReady(t, cs, nodeName, corev1.ConditionTrue)
 
 	pids := c.Processes()
-	if len(pids) != 7 { // etcd, apiserver, kcm, scheduler, kwok twice
-		t.Errorf("Processes() = %v, want 7 PIDs", pids)
+	if len(pids) != 6 { // etcd, apiserver, kcm, scheduler, kwok twice
+		t.Errorf("Processes() = %v, want 6 PIDs", pids)
 	}
 	c.Stop()
 	c.Stop() // idempotent
@@ -143,6 +143,7 @@ func TestHarnessKilledTestBinaryLeaksNothing(t *testing.T) {
 	eventually(t, 10*time.Second, "cluster processes of the killed child to die", func(context.Context) (bool, error) {
 		return len(testcluster.LeakedProcesses(pids)) == 0, nil
 	})
+	t.Logf("child test binary killed; the %d processes of its cluster %v are gone", len(pids), pids)
 }
 
 // waitNodeReady waits until the node's Ready condition has the given status.

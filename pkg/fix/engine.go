@@ -1,0 +1,217 @@
+package fix
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/collect"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/scan"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
+)
+
+// Clients are the API clients `fix` reads and writes with.
+type Clients struct {
+	collect.Clients
+	// Mapper resolves an object's apiVersion and kind to its resource.
+	Mapper meta.RESTMapper
+}
+
+// NewClients builds the clients from a REST config, with a RESTMapper filled lazily from discovery.
+func NewClients(cfg *rest.Config) (Clients, error) {
+	c, err := scan.Clients(cfg)
+	if err != nil {
+		return Clients{}, err
+	}
+	return Clients{Clients: c, Mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Discovery))}, nil
+}
+
+// Options tune the engine.
+type Options struct {
+	// DryRun is none or server; --dry-run=client stops before the engine.
+	DryRun   DryRun
+	Registry *checks.Registry
+	// Settings are where the re-checks look for controllers (as in the scan).
+	Settings snapshot.Settings
+	// Rechecker re-runs checks; nil uses a real scan with Clients.
+	Rechecker Rechecker
+	// Audit, when set, receives one JSON line per action attempted.
+	Audit io.Writer
+	// Log receives one progress line per action (stderr); nil is quiet.
+	Log io.Writer
+	// ActionTimeout bounds the re-check and the write of one action; VerifyTimeout the wait for its effect.
+	ActionTimeout time.Duration
+	VerifyTimeout time.Duration
+	Now           func() time.Time
+}
+
+// Engine applies steps one at a time: re-check -> precondition -> write -> verify -> record.
+type Engine struct {
+	c    Clients
+	o    Options
+	env  *Env
+	user string
+	// rv holds the resourceVersion this run's own writes left on an object (by uid), so a second
+	// step on the same object (two finalizers) is not refused for the first step's change.
+	rv map[string]string
+}
+
+// NewEngine returns an engine.
+func NewEngine(c Clients, o Options) *Engine {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.ActionTimeout <= 0 {
+		o.ActionTimeout = 2 * time.Minute
+	}
+	if o.VerifyTimeout <= 0 {
+		o.VerifyTimeout = 10 * time.Second
+	}
+	if o.Rechecker == nil {
+		o.Rechecker = ScanRechecker{Clients: c.Clients, Settings: o.Settings}
+	}
+	if o.DryRun == "" || o.DryRun == DryRunClient {
+		o.DryRun = DryRunNone
+	}
+	env := &Env{Kube: c.Kube, Metadata: c.Metadata, Mapper: c.Mapper, DryRun: o.DryRun, Now: o.Now, VerifyTimeout: o.VerifyTimeout}
+	return &Engine{c: c, o: o, env: env, rv: map[string]string{}}
+}
+
+// Run applies the steps in order and returns one result per step.
+func (e *Engine) Run(ctx context.Context, steps []*Step) []Result {
+	results := make([]Result, 0, len(steps))
+	for i, s := range steps {
+		if ctx.Err() != nil {
+			// Interrupted: what is left is not attempted, and says so.
+			results = append(results, Refuse(steps[i:], "not attempted: fix was interrupted ("+ctx.Err().Error()+")")...)
+			break
+		}
+		if e.o.Log != nil {
+			fmt.Fprintf(e.o.Log, "[%d/%d] %s %s: re-checking\n", i+1, len(steps), s.Action, s.Target)
+		}
+		r, wrote := e.apply(ctx, s)
+		// The record is left even when interrupted: the write, if any, already happened.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+		e.record(rctx, s, &r, wrote)
+		cancel()
+		if e.o.Log != nil {
+			fmt.Fprintf(e.o.Log, "[%d/%d] %s %s: %s: %s\n", i+1, len(steps), s.Action, s.Target, r.Status, r.Reason)
+		}
+		results = append(results, r)
+	}
+	return results
+}
+
+// User is the user the results are recorded under (after Run; "unknown" if it could not be read).
+func (e *Engine) User() string { return e.user }
+
+// apply runs one step and reports whether it wrote to the object.
+func (e *Engine) apply(ctx context.Context, s *Step) (Result, bool) {
+	r := newResult(s)
+	ctx, cancel := context.WithTimeout(ctx, e.o.ActionTimeout)
+	defer cancel()
+
+	a, ok := Lookup(s.Action)
+	if !ok {
+		r.Status, r.Reason = StatusRefused, fmt.Sprintf("unknown action %q", s.Action)
+		return r, false
+	}
+	v, err := e.recheck(ctx, s)
+	if err != nil {
+		r.Status, r.Reason = StatusFailed, err.Error()
+		return r, false
+	}
+	status, reason := judge(s, v, e.expectRV)
+	if status != "" {
+		if status == StatusAlreadyResolved {
+			reason = e.describeGone(ctx, s, reason)
+		}
+		r.Status, r.Reason = status, reason
+		return r, false
+	}
+	if rv, ok := e.rv[s.Target.UID]; ok && s.Target.UID != "" {
+		s.Target.ResourceVersion = rv
+	}
+	o := a.Apply(ctx, e.env, s)
+	if o.Wrote && o.Status == StatusApplied {
+		vctx, vcancel := context.WithTimeout(context.WithoutCancel(ctx), e.o.VerifyTimeout+5*time.Second)
+		a.Verify(vctx, e.env, s, &o)
+		vcancel()
+		if !o.Verified {
+			o.Status = StatusFailed
+			o.Reason += "; but the effect was not seen"
+		}
+	}
+	if o.Wrote && o.ResourceVersionAfter != "" && s.Target.UID != "" {
+		e.rv[s.Target.UID] = o.ResourceVersionAfter
+	}
+	if o.Object != nil {
+		r.Object = *o.Object
+	}
+	r.Status, r.Reason = o.Status, o.Reason
+	r.ResourceVersionBefore, r.ResourceVersionAfter = o.ResourceVersionBefore, o.ResourceVersionAfter
+	r.Verified, r.Verification = o.Verified, o.Verification
+	return r, o.Wrote
+}
+
+// expectRV is the resourceVersion a finding's object should have now.
+func (e *Engine) expectRV(ref report.ObjectRef) string {
+	if rv, ok := e.rv[ref.UID]; ok && ref.UID != "" {
+		return rv
+	}
+	return ref.ResourceVersion
+}
+
+// recheck re-runs each of the step's checks once per namespace its findings are in.
+func (e *Engine) recheck(ctx context.Context, s *Step) (*view, error) {
+	type scope struct{ check, ns string }
+	done := map[scope]bool{}
+	var reports []*report.Report
+	for _, f := range s.Findings {
+		sc := scope{f.Check, f.Object.Namespace}
+		if done[sc] {
+			continue
+		}
+		done[sc] = true
+		var c checks.Check
+		if e.o.Registry != nil {
+			c, _ = e.o.Registry.Get(f.Check)
+		}
+		if c == nil {
+			return nil, fmt.Errorf("cannot re-check finding %s: check %q is unknown to this build", f.ID, f.Check)
+		}
+		rep, err := e.o.Rechecker.Recheck(ctx, c, sc.ns)
+		if err != nil {
+			return nil, fmt.Errorf("cannot re-check finding %s: %w", f.ID, err)
+		}
+		reports = append(reports, rep)
+	}
+	return newView(reports...), nil
+}
+
+// describeGone adds what became of the object to an already-resolved reason.
+func (e *Engine) describeGone(ctx context.Context, s *Step, reason string) string {
+	if len(s.Findings) != 1 {
+		return reason
+	}
+	ref := s.Findings[0].Object
+	obj, err := e.env.get(ctx, ref)
+	switch {
+	case apierrors.IsNotFound(err):
+		return reason + ": " + ref.String() + " no longer exists"
+	case err != nil:
+		return reason
+	case ref.UID != "" && string(obj.GetUID()) != ref.UID:
+		return fmt.Sprintf("%s: %s was replaced (uid now %s)", reason, ref, obj.GetUID())
+	}
+	return reason
+}

@@ -1,0 +1,148 @@
+package fix
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+)
+
+// Event fields of the record left on a fixed object.
+const (
+	EventReason    = "WorkloadDoctorFix"
+	EventComponent = "kubectl-workloaddoctor"
+	// maxEventMessage keeps messages within what events.k8s.io accepts for a note.
+	maxEventMessage = 1024
+)
+
+// AuditRecord is one line of --audit-file.
+type AuditRecord struct {
+	Time     time.Time        `json:"time"`
+	User     string           `json:"user"`
+	Action   string           `json:"action"`
+	Object   report.ObjectRef `json:"object"`
+	Findings []string         `json:"findings"`
+	DryRun   DryRun           `json:"dryRun"`
+	// ResourceVersionBefore and After are the object's resourceVersion right before and after the write.
+	ResourceVersionBefore string `json:"resourceVersionBefore"`
+	ResourceVersionAfter  string `json:"resourceVersionAfter"`
+	Result                Status `json:"result"`
+	Reason                string `json:"reason,omitempty"`
+	Verification          string `json:"verification,omitempty"`
+}
+
+// record leaves the traces of one attempted action: an Event on the object when it was written,
+// and an audit line when --audit-file is set. A failure to record is logged, never fatal: the
+// write already happened and its result must still be reported.
+func (e *Engine) record(ctx context.Context, s *Step, r *Result, wrote bool) {
+	if !wrote && e.o.Audit == nil {
+		return
+	}
+	user := e.whoami(ctx)
+	if wrote {
+		if err := e.event(ctx, r, user); err != nil {
+			e.logf("warning: could not record an Event on %s: %v", r.Object, err)
+		}
+	}
+	if e.o.Audit == nil {
+		return
+	}
+	obj := r.Object
+	obj.ResourceVersion = ""
+	line, err := json.Marshal(AuditRecord{
+		Time: e.o.Now().UTC(), User: user, Action: r.Action, Object: obj, Findings: r.Findings, DryRun: e.o.DryRun,
+		ResourceVersionBefore: r.ResourceVersionBefore, ResourceVersionAfter: r.ResourceVersionAfter,
+		Result: r.Status, Reason: r.Reason, Verification: r.Verification,
+	})
+	if err == nil {
+		_, err = e.o.Audit.Write(append(line, '\n'))
+	}
+	if err != nil {
+		e.logf("warning: could not write the audit record of %s %s: %v", r.Action, r.Object, err)
+	}
+}
+
+func (e *Engine) logf(format string, args ...any) {
+	if e.o.Log != nil {
+		fmt.Fprintf(e.o.Log, format+"\n", args...)
+	}
+}
+
+// whoami reads the user the API server authenticates us as, once. If it cannot, the records
+// say "unknown" and the run goes on.
+func (e *Engine) whoami(ctx context.Context) string {
+	if e.user != "" {
+		return e.user
+	}
+	e.user = "unknown"
+	res, err := e.c.Kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	switch {
+	case err != nil:
+		e.logf("warning: could not read the current user for the records (SelfSubjectReview): %v", short(err))
+	case res.Status.UserInfo.Username != "":
+		e.user = res.Status.UserInfo.Username
+	}
+	return e.user
+}
+
+// event records the action on the object. Cluster-scoped objects get their Event in "default",
+// as the apiserver requires for events about them.
+func (e *Engine) event(ctx context.Context, r *Result, user string) error {
+	ns := r.Object.Namespace
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	typ := corev1.EventTypeNormal
+	if r.Status != StatusApplied {
+		typ = corev1.EventTypeWarning
+	}
+	msg := eventMessage(r, user)
+	rv := r.ResourceVersionAfter
+	if rv == "" {
+		rv = r.ResourceVersionBefore
+	}
+	now := metav1.NewTime(e.o.Now())
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: eventNameBase(r.Object.Name), Namespace: ns},
+		InvolvedObject: corev1.ObjectReference{
+			APIVersion: r.Object.APIVersion, Kind: r.Object.Kind, Namespace: r.Object.Namespace, Name: r.Object.Name,
+			UID: types.UID(r.Object.UID), ResourceVersion: rv,
+		},
+		Reason:              EventReason,
+		Message:             msg,
+		Type:                typ,
+		Source:              corev1.EventSource{Component: EventComponent},
+		ReportingController: EventComponent,
+		FirstTimestamp:      now,
+		LastTimestamp:       now,
+		Count:               1,
+	}
+	_, err := e.c.Kube.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{})
+	return err
+}
+
+// eventMessage names the action, the result and who ran it; it only quotes names and finalizers.
+func eventMessage(r *Result, user string) string {
+	msg := fmt.Sprintf("kubectl-workloaddoctor fix %s %s by %s: %s (findings %s)", r.Action, r.Status, user, r.Reason, strings.Join(r.Findings, ", "))
+	if len(msg) > maxEventMessage {
+		msg = msg[:maxEventMessage-3] + "..."
+	}
+	return msg
+}
+
+// eventNameBase is the generateName of an Event, "<object>." as kubectl's events are named.
+func eventNameBase(name string) string {
+	name = strings.ToLower(name)
+	if len(name) > 200 {
+		name = name[:200]
+	}
+	return name + "."
+}

@@ -1,0 +1,140 @@
+package fix
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+)
+
+// removeFinalizer removes exactly one finalizer from any object with a JSON patch whose test ops
+// pin the object's uid, its resourceVersion and the finalizer's value at its index, so the write
+// fails rather than removing the wrong entry if anything moved.
+type removeFinalizer struct{}
+
+func (removeFinalizer) ID() string               { return checks.ActionRemoveFinalizer }
+func (removeFinalizer) DefaultRisk() report.Risk { return report.RiskMedium }
+func (removeFinalizer) Key(p map[string]string) string {
+	return p[ParamFinalizer]
+}
+
+// Params of the actions (briefing: fix params conventions).
+const (
+	ParamFinalizer      = "finalizer"
+	ParamLeaseNamespace = "leaseNamespace"
+	ParamLeaseName      = "leaseName"
+	ParamHolderIdentity = "holderIdentity"
+	// ParamPodNamespace is the leader pod's namespace when it differs from the Lease's.
+	ParamPodNamespace = "podNamespace"
+)
+
+func (removeFinalizer) Plan(f report.Finding, fx report.Fix) (*Step, error) {
+	name := fx.Params[ParamFinalizer]
+	if name == "" {
+		return nil, fmt.Errorf("remove-finalizer fix names no finalizer (params.finalizer)")
+	}
+	if err := requireVersioned(f.Object); err != nil {
+		return nil, err
+	}
+	return &Step{Target: f.Object, Params: map[string]string{ParamFinalizer: name},
+		Change: fmt.Sprintf("remove finalizer %q from metadata.finalizers; the other finalizers and their order are kept", name)}, nil
+}
+
+// requireVersioned refuses to plan a write on an object the plan cannot pin.
+func requireVersioned(ref report.ObjectRef) error {
+	if ref.UID == "" || ref.ResourceVersion == "" {
+		return fmt.Errorf("the finding does not record the uid and resourceVersion of %s, so a change could not be detected: scan again", ref)
+	}
+	return nil
+}
+
+// finalizerPatch is the JSON patch that removes the finalizer at index i, guarded by test ops.
+func finalizerPatch(uid, resourceVersion string, i int, name string) ([]byte, error) {
+	path := "/metadata/finalizers/" + strconv.Itoa(i)
+	ops := []map[string]any{
+		{"op": "test", "path": "/metadata/uid", "value": uid},
+		{"op": "test", "path": "/metadata/resourceVersion", "value": resourceVersion},
+		{"op": "test", "path": path, "value": name},
+		{"op": "remove", "path": path},
+	}
+	b, err := json.Marshal(ops)
+	if err != nil {
+		return nil, fmt.Errorf("encode patch: %w", err)
+	}
+	return b, nil
+}
+
+func (removeFinalizer) Apply(ctx context.Context, env *Env, s *Step) Outcome {
+	name := s.Params[ParamFinalizer]
+	ri, err := env.resource(s.Target)
+	if err != nil {
+		return failed("%v", err)
+	}
+	obj, err := ri.Get(ctx, s.Target.Name, metav1.GetOptions{})
+	if err != nil {
+		return readErr(s.Target, err)
+	}
+	if o := sameObject(obj, s.Target, true); o != nil {
+		o.ResourceVersionBefore = obj.GetResourceVersion()
+		return *o
+	}
+	before := obj.GetFinalizers()
+	i := slices.Index(before, name)
+	if i < 0 {
+		o := resolved("finalizer %q is no longer on %s", name, s.Target)
+		o.ResourceVersionBefore = obj.GetResourceVersion()
+		return o
+	}
+	patch, err := finalizerPatch(string(obj.GetUID()), obj.GetResourceVersion(), i, name)
+	if err != nil {
+		return failed("%v", err)
+	}
+	res, err := ri.Patch(ctx, s.Target.Name, types.JSONPatchType, patch, metav1.PatchOptions{DryRun: env.dryRun(), FieldManager: FieldManager})
+	if err != nil {
+		o := writeErr("patch", s.Target, err)
+		o.ResourceVersionBefore = obj.GetResourceVersion()
+		return o
+	}
+	after := slices.Delete(slices.Clone(before), i, i+1)
+	o := Outcome{ResourceVersionBefore: obj.GetResourceVersion(), ResourceVersionAfter: res.GetResourceVersion()}
+	if env.DryRun == DryRunServer {
+		o.Status, o.Reason = StatusDryRun, fmt.Sprintf("server dry run accepted the patch: finalizers would be %s", list(after))
+		o.ResourceVersionAfter = ""
+		return o
+	}
+	o.Status, o.Wrote = StatusApplied, true
+	o.Reason = fmt.Sprintf("removed finalizer %q at index %d; finalizers now %s", name, i, list(res.GetFinalizers()))
+	return o
+}
+
+func (removeFinalizer) Verify(ctx context.Context, env *Env, s *Step, o *Outcome) {
+	name := s.Params[ParamFinalizer]
+	obj, err := env.get(ctx, s.Target)
+	switch {
+	case apierrors.IsNotFound(err):
+		o.Verified, o.Verification = true, "the object is gone: removing the finalizer let its deletion finish"
+		o.ResourceVersionAfter = ""
+	case err != nil:
+		o.Verification = "could not read the object back: " + short(err)
+	case string(obj.GetUID()) != s.Target.UID:
+		o.Verified, o.Verification = true, fmt.Sprintf("the object is gone; a new one with the same name exists (uid %s)", obj.GetUID())
+		o.ResourceVersionAfter = ""
+	case slices.Contains(obj.GetFinalizers(), name):
+		o.Verification = fmt.Sprintf("finalizer %q is on the object again (its owner re-added it?): finalizers %s", name, list(obj.GetFinalizers()))
+	default:
+		o.Verified, o.Verification = true, fmt.Sprintf("finalizer %q is gone; finalizers %s", name, list(obj.GetFinalizers()))
+	}
+}
+
+func list(items []string) string {
+	return "[" + strings.Join(items, ", ") + "]"
+}

@@ -1,0 +1,101 @@
+package fix
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+)
+
+// AnnotationRequeuedAt is the annotation requeue-workload sets on a workload.
+const AnnotationRequeuedAt = "workloaddoctor.io/requeued-at"
+
+// requeueWorkload sets an annotation on the workload so its controller gets an update event.
+// The merge patch carries the workload's uid: uid is immutable, so a replaced workload makes the
+// server reject the patch (422) instead of annotating the new object.
+type requeueWorkload struct{}
+
+func (requeueWorkload) ID() string                   { return checks.ActionRequeueWorkload }
+func (requeueWorkload) DefaultRisk() report.Risk     { return report.RiskLow }
+func (requeueWorkload) Key(map[string]string) string { return "" }
+
+func (requeueWorkload) Plan(f report.Finding, _ report.Fix) (*Step, error) {
+	target := f.Object
+	if f.Owner != nil {
+		target = *f.Owner
+	}
+	if target.UID == "" {
+		return nil, fmt.Errorf("the finding does not record the uid of workload %s: scan again", target)
+	}
+	// The owner's resourceVersion is not in the plan, and the precondition is the uid alone.
+	target.ResourceVersion = ""
+	return &Step{Target: target,
+		Change: fmt.Sprintf("set annotation %s on %s %s so its controller reconciles it; nothing else changes", AnnotationRequeuedAt, target.Kind, target)}, nil
+}
+
+func requeuePatch(uid, value string) ([]byte, error) {
+	b, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid":         uid,
+		"annotations": map[string]string{AnnotationRequeuedAt: value},
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("encode patch: %w", err)
+	}
+	return b, nil
+}
+
+func (requeueWorkload) Apply(ctx context.Context, env *Env, s *Step) Outcome {
+	ri, err := env.resource(s.Target)
+	if err != nil {
+		return failed("%v", err)
+	}
+	obj, err := ri.Get(ctx, s.Target.Name, metav1.GetOptions{})
+	if err != nil {
+		return readErr(s.Target, err)
+	}
+	if o := sameObject(obj, s.Target, false); o != nil {
+		o.ResourceVersionBefore = obj.GetResourceVersion()
+		return *o
+	}
+	// Nanoseconds, so two requeues in one second still change the object and send an event.
+	value := env.now().UTC().Format(time.RFC3339Nano)
+	patch, err := requeuePatch(string(obj.GetUID()), value)
+	if err != nil {
+		return failed("%v", err)
+	}
+	rv := obj.GetResourceVersion()
+	res, err := ri.Patch(ctx, s.Target.Name, types.MergePatchType, patch, metav1.PatchOptions{DryRun: env.dryRun(), FieldManager: FieldManager})
+	if err != nil {
+		o := writeErr("patch", s.Target, err)
+		o.ResourceVersionBefore = rv
+		return o
+	}
+	if env.DryRun == DryRunServer {
+		return Outcome{Status: StatusDryRun, ResourceVersionBefore: rv, Reason: fmt.Sprintf("server dry run accepted the patch: %s=%s", AnnotationRequeuedAt, value)}
+	}
+	return Outcome{Status: StatusApplied, Wrote: true, ResourceVersionBefore: rv, ResourceVersionAfter: res.GetResourceVersion(),
+		Reason: fmt.Sprintf("annotated %s=%s", AnnotationRequeuedAt, value), written: value}
+}
+
+func (requeueWorkload) Verify(ctx context.Context, env *Env, s *Step, o *Outcome) {
+	obj, err := env.get(ctx, s.Target)
+	switch {
+	case apierrors.IsNotFound(err):
+		o.Verification = "the workload is gone"
+	case err != nil:
+		o.Verification = "could not read the workload back: " + short(err)
+	case string(obj.GetUID()) != s.Target.UID:
+		o.Verification = fmt.Sprintf("the workload was replaced (uid %s)", obj.GetUID())
+	case obj.GetAnnotations()[AnnotationRequeuedAt] != o.written:
+		o.Verification = fmt.Sprintf("annotation %s is %q, not the value written", AnnotationRequeuedAt, obj.GetAnnotations()[AnnotationRequeuedAt])
+	default:
+		o.Verified, o.Verification = true, fmt.Sprintf("annotation %s=%s is on the workload", AnnotationRequeuedAt, o.written)
+	}
+}
