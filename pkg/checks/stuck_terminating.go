@@ -277,7 +277,7 @@ func (a *termAnalysis) pod(p *corev1.Pod) (report.Finding, bool) {
 		if !ok || a.now.Before(since.Add(a.threshold)) {
 			return report.Finding{}, false
 		}
-		f, ok := a.kruisePreDelete(subj, p, since)
+		f, ok := a.kruisePreDelete(p, since)
 		if !ok {
 			return report.Finding{}, false
 		}
@@ -290,15 +290,15 @@ func (a *termAnalysis) pod(p *corev1.Pod) (report.Finding, bool) {
 	_, full := a.s.FullPod(p.UID)
 	owners := stNewOwnerCache(a, subj)
 	steps := []func() (Finding, bool){
-		func() (Finding, bool) { return a.nodeMissing(subj, p, full, owners) },
-		func() (Finding, bool) { return a.nodeNotReady(subj, p, full) },
-		func() (Finding, bool) { return a.kwokStageNotRun(subj, p, full, owners) },
-		func() (Finding, bool) { return a.kruisePreDelete(subj, p, since) },
-		func() (Finding, bool) { return a.ownerPaused(subj) },
+		func() (Finding, bool) { return a.nodeMissing(p, full, owners) },
+		func() (Finding, bool) { return a.nodeNotReady(p, full) },
+		func() (Finding, bool) { return a.kwokStageNotRun(p, full) },
+		func() (Finding, bool) { return a.kruisePreDelete(p, since) },
+		func() (Finding, bool) { return a.ownerPaused(subj, owners) },
 		func() (Finding, bool) { return a.readdRace(subj, owners) },
 		// While the grace period is above 0 the kubelet has not confirmed the containers stopped:
 		// finalizers matter only once it has, so it comes before them.
-		func() (Finding, bool) { return a.kubeletKillFailing(subj, p, full, owners) },
+		func() (Finding, bool) { return a.kubeletKillFailing(p, full, owners) },
 		func() (Finding, bool) { return a.finalizerOwners(subj, owners) },
 	}
 	for _, step := range steps {
@@ -321,7 +321,7 @@ func (a *termAnalysis) object(o snapshot.Object) (report.Finding, bool) {
 	subj := stSubject{ref: Ref(o.APIVersion(), o.Kind, o.Meta), kind: o.Kind, group: o.Resource.Group, meta: o.Meta, noun: "Deleting"}
 	owners := stNewOwnerCache(a, subj)
 	for _, step := range []func() (Finding, bool){
-		func() (Finding, bool) { return a.ownerPaused(subj) },
+		func() (Finding, bool) { return a.ownerPaused(subj, owners) },
 		func() (Finding, bool) { return a.readdRace(subj, owners) },
 		func() (Finding, bool) { return a.finalizerOwners(subj, owners) },
 	} {
@@ -345,7 +345,7 @@ func stLifecycleSince(p *corev1.Pod) (time.Time, bool) {
 }
 
 // kruisePreDelete reports a pod held in PreparingDelete by its workload's preDelete hook.
-func (a *termAnalysis) kruisePreDelete(subj stSubject, p *corev1.Pod, since time.Time) (Finding, bool) {
+func (a *termAnalysis) kruisePreDelete(p *corev1.Pod, since time.Time) (Finding, bool) {
 	if p.Labels[kruise.LabelLifecycleState] != kruise.StatePreparingDelete {
 		return Finding{}, false
 	}

@@ -42,7 +42,7 @@ type stPausedObject struct {
 }
 
 // ownerPaused reports an object that is paused itself or whose Cluster API owner is paused.
-func (a *termAnalysis) ownerPaused(subj stSubject) (Finding, bool) {
+func (a *termAnalysis) ownerPaused(subj stSubject, owners *stOwnerCache) (Finding, bool) {
 	paused := a.pausedChain(subj)
 	if len(paused) == 0 {
 		return Finding{}, false
@@ -60,7 +60,7 @@ func (a *termAnalysis) ownerPaused(subj stSubject) (Finding, bool) {
 			break
 		}
 	}
-	for _, o := range stNewOwnerCache(a, subj).get() {
+	for _, o := range owners.get() {
 		ev = append(ev, o.line())
 	}
 	msg := fmt.Sprintf("%s is paused, and Cluster API controllers do nothing for paused objects, so the finalizers %s stay until it is unpaused.",

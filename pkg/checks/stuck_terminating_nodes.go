@@ -156,7 +156,7 @@ func stForceDeleteFix(desc string, risk report.Risk) report.Fix {
 }
 
 // nodeMissing reports a pod bound to a node that does not exist.
-func (a *termAnalysis) nodeMissing(subj stSubject, p *corev1.Pod, full bool, owners *stOwnerCache) (Finding, bool) {
+func (a *termAnalysis) nodeMissing(p *corev1.Pod, full bool, owners *stOwnerCache) (Finding, bool) {
 	name := p.Spec.NodeName
 	if !full || name == "" || !a.read(snapshot.InputNodes) {
 		return Finding{}, false
@@ -203,7 +203,7 @@ func (a *termAnalysis) nodeMissing(subj stSubject, p *corev1.Pod, full bool, own
 }
 
 // nodeNotReady reports a pod whose kubelet stopped heartbeating while the grace period ran.
-func (a *termAnalysis) nodeNotReady(subj stSubject, p *corev1.Pod, full bool) (Finding, bool) {
+func (a *termAnalysis) nodeNotReady(p *corev1.Pod, full bool) (Finding, bool) {
 	name := p.Spec.NodeName
 	if !full || name == "" || stGraceSeconds(p) == 0 {
 		return Finding{}, false // with grace 0 the kubelet's part is done; finalizers hold the pod
@@ -334,7 +334,7 @@ func stKwokManages(n *corev1.Node, ctrl *stKwokController) (bool, string) {
 }
 
 // kwokStageNotRun reports a pod on a kwok node that kwok has not finished deleting.
-func (a *termAnalysis) kwokStageNotRun(subj stSubject, p *corev1.Pod, full bool, owners *stOwnerCache) (Finding, bool) {
+func (a *termAnalysis) kwokStageNotRun(p *corev1.Pod, full bool) (Finding, bool) {
 	hasFin := stHasString(p.Finalizers, stKwokFinalizer)
 	var node *corev1.Node
 	if full && p.Spec.NodeName != "" {
@@ -424,7 +424,7 @@ func (a *termAnalysis) kwokStageNotRun(subj stSubject, p *corev1.Pod, full bool,
 }
 
 // kubeletKillFailing reports a pod whose live kubelet has not confirmed its containers stopped.
-func (a *termAnalysis) kubeletKillFailing(subj stSubject, p *corev1.Pod, full bool, owners *stOwnerCache) (Finding, bool) {
+func (a *termAnalysis) kubeletKillFailing(p *corev1.Pod, full bool, owners *stOwnerCache) (Finding, bool) {
 	grace := stGraceSeconds(p)
 	if grace == 0 {
 		return Finding{}, false

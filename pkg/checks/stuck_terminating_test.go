@@ -718,6 +718,31 @@ func TestStuckTerminatingPods(t *testing.T) {
 				return w
 			},
 			want: stWant{rootCause: RCFinalizerOwnerMissing, node: "", fixes: []string{ActionRemoveFinalizer + ":example.com/release-volume"}}},
+		{name: "nodes unread: a missing node is not claimed",
+			world: func(*testing.T) stWorld {
+				w := stHealthy()
+				w.nodes, w.leases = nil, nil
+				w.unread = map[snapshot.Input]error{snapshot.InputNodes: errors.New("forbidden: list nodes")}
+				w.pods = []*corev1.Pod{stPod("target", stOnNode("ip-10-0-3-7"), stDeleted(12*time.Minute, 30))}
+				return w
+			},
+			want: stWant{rootCause: RCKubeletKillFailing, node: "ip-10-0-3-7", evidence: []string{"nodes were not read"}}},
+		{name: "kwok manages a single node by flag",
+			world: func(*testing.T) stWorld {
+				w := stHealthy()
+				w.deps = []*appsv1.Deployment{stKwokDeployment("v0.6.0", "--manage-single-node=node-a")}
+				w.pods = []*corev1.Pod{stPod("target", stDeleted(6*time.Minute, 30))}
+				return w
+			},
+			want: stWant{rootCause: RCKwokStageNotRun, node: "node-a", evidence: []string{"--manage-single-node=node-a"}}},
+		{name: "near miss: kwok manages another single node",
+			world: func(*testing.T) stWorld {
+				w := stHealthy()
+				w.deps = []*appsv1.Deployment{stKwokDeployment("v0.6.0", "--manage-single-node=node-z")}
+				w.pods = []*corev1.Pod{stPod("target", stDeleted(6*time.Minute, 30))}
+				return w
+			},
+			want: stWant{rootCause: RCKubeletKillFailing, node: "node-a"}},
 		{name: "near miss: pod still within its grace period",
 			zero: true,
 			world: func(*testing.T) stWorld {
