@@ -75,7 +75,7 @@ Event (reason WorkloadDoctorFix) on the object and, with --audit-file, as one JS
 --dry-run=client prints the plan only; --dry-run=server sends every write with API dry-run and
 reports what the server said.
 
-Exit codes: 0 every action applied, already resolved or dry run; 1 usage error or the tool
+Exit codes: 0 every action applied, already resolved or dry run (or nothing to fix); 1 usage error or the tool
 could not run (cluster unreachable, bad report file); 3 at least one action was refused (object
 changed, not confirmed, PodDisruptionBudget) or failed.`,
 		Example: `  # Preview the fixes for the current namespace, then apply them after a prompt

@@ -9,7 +9,6 @@ package fix
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
@@ -218,14 +217,4 @@ func uniq(in []string) []string {
 		}
 	}
 	return out
-}
-
-// sortedKeys returns a map's keys in order, for deterministic keys and output.
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -38,6 +38,9 @@ type Options struct {
 func Clients(cfg *rest.Config) (collect.Clients, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 50, 100
+	// The objects input lists every resource, deprecated ones included; the apiserver's
+	// deprecation warnings about those lists are noise on the user's terminal.
+	cfg.WarningHandler = rest.NoWarnings{}
 	// Built-in kinds travel as protobuf: smaller on the wire and cheaper to decode than JSON.
 	typed := rest.CopyConfig(cfg)
 	typed.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"

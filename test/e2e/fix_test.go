@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -347,6 +348,51 @@ func TestFixStuckTerminating(t *testing.T) {
 		// Events about cluster-scoped objects live in default.
 		if evs := fixEvents(t, cs, metav1.NamespaceDefault, stuck.GetUID()); len(evs) != 1 || evs[0].InvolvedObject.Kind != "SidecarSet" {
 			t.Errorf("events on the SidecarSet = %+v", evs)
+		}
+	})
+
+	t.Run("the shipped scan and fix roles are enough, and the records name the user", func(t *testing.T) {
+		root := repoRoot(t)
+		if out, errOut, code := runKubectl(t, kc, "apply", "-f", filepath.Join(root, "deploy", "rbac", "scan.yaml"),
+			"-f", filepath.Join(root, "deploy", "rbac", "fix.yaml")); code != 0 {
+			t.Fatalf("kubectl apply roles: exit %d\n%s\n%s", code, out, errOut)
+		}
+		for _, role := range []string{"workloaddoctor-scan", "workloaddoctor-fix"} {
+			_, err := cs.RbacV1().ClusterRoleBindings().Create(t.Context(), &rbacv1.ClusterRoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: role + "-fix-e2e"},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+				Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "fix-e2e-oncall"}},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		user := c.UserKubeconfig(t, "oncall-alice", "fix-e2e-oncall")
+		ns := fixNamespace(t, cs, "fix-rbac")
+		pod := fixTerminatingPod(t, cs, ns, "web-0", "example.com/cleanup")
+		audit := filepath.Join(t.TempDir(), "audit.jsonl")
+		// The new bindings reach the authorizer's cache within a moment.
+		eventually(t, 30*time.Second, "the fix role to apply to oncall-alice", func(context.Context) (bool, error) {
+			out, _, code := runKubectl(t, user, "auth", "can-i", "create", "pods", "--subresource=eviction", "-n", ns)
+			return code == 0 && strings.TrimSpace(out) == "yes", nil
+		})
+		res := fixOne(t, user, 0, "applied", "-n", ns, "--check", "stuck-terminating", "--min-age", "0s", "--yes", "--audit-file", audit)
+		if !res.Verified {
+			t.Errorf("result = %+v", res)
+		}
+		if _, err := cs.CoreV1().Pods(ns).Get(t.Context(), "web-0", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("pod should be gone: %v", err)
+		}
+		data, err := os.ReadFile(audit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec fixAudit
+		if err := json.Unmarshal([]byte(strings.TrimSpace(string(data))), &rec); err != nil || rec.User != "oncall-alice" || rec.Result != "applied" {
+			t.Errorf("audit = %s (%v), want one applied record by oncall-alice", data, err)
+		}
+		if evs := fixEvents(t, cs, ns, pod.UID); len(evs) != 1 || !strings.Contains(evs[0].Message, "oncall-alice") {
+			t.Errorf("events = %+v, want one naming oncall-alice", evs)
 		}
 	})
 
