@@ -55,7 +55,8 @@ $(TOOLS)/kwok: hack/tools/kwok/go.mod hack/tools/kwok/go.sum
 $(TOOLS)/$(KUBE_OLD_VERSION)/kube-apiserver: hack/tools/$(KUBE_OLD_VERSION)/go.mod hack/tools/$(KUBE_OLD_VERSION)/go.sum
 	cd hack/tools/$(KUBE_OLD_VERSION) && $(GO) build -trimpath -ldflags '-s -w $(call stamp,$(KUBE_OLD_VERSION))' -o $@ k8s.io/kubernetes/cmd/kube-apiserver
 
-test: lint test-unit test-e2e
+# Some unit tests (the fix engine's) write through a real apiserver, so the tools come first.
+test: lint tools build test-unit test-e2e
 
 test-unit:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
@@ -71,3 +72,15 @@ lint:
 
 clean:
 	rm -rf $(BIN) dist
+
+# dist: the release in dist/: one archive per platform (binary, LICENSE, README.md), SHA256SUMS and
+# krew-manifest.yaml, validated and test-installed the way krew would:  make dist VERSION=v0.1.0
+# The binaries carry the commit's date instead of the time of the build and the archives have
+# sorted entries and fixed times, so one commit always gives the same checksums. To publish, upload
+# dist/* to the GitHub release VERSION and copy dist/krew-manifest.yaml over krew-manifest.yaml.
+DIST_FILES ?= LICENSE README.md
+
+.PHONY: dist
+dist: DATE = $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u +%Y-%m-%dT%H:%M:%SZ)
+dist:
+	$(GO) run ./hack/dist -version '$(VERSION)' -commit '$(COMMIT)' -date '$(DATE)' -out dist $(addprefix -file ,$(DIST_FILES))

@@ -277,7 +277,8 @@ func benchPod(ns, app, revision string, owner metav1.OwnerReference, cloneSet bo
 		},
 	}
 	node := benchNodeName(benchDeadNodes + i%(benchNodes-benchDeadNodes))
-	stuck := i%benchStuckEvery == benchStuckEvery/2
+	// The 8th pod of every 10th group: half of those groups are CloneSets.
+	stuck := i%benchStuckEvery == 7
 	if cloneSet {
 		p.Labels["controller-revision-hash"] = revision
 		p.Labels["example.com/warmed-up"] = "true"

@@ -6,5 +6,6 @@ func builtin() []Check {
 		StuckPreparingNormal(),
 		ExpectationsUnsatisfied(),
 		StuckTerminating{},
+		ResizePolicyDrift(),
 	}
 }

@@ -18,7 +18,6 @@ const (
 	BugCAPIFinalizerReadd       = "capi-move-finalizer-readd"
 	BehaviourPreNormalScheduled = "kruise-prenormal-waits-for-scheduling"
 	BehaviourResizeDefaulting   = "apiserver-defaults-resize-policy"
-	BehaviourResizeImmutable    = "apiserver-resize-policy-immutable"
 	BehaviourExpectationTimeout = "kruise-expectation-timeout-handling"
 )
 
@@ -91,12 +90,6 @@ var bugs = []Bug{
 		Affected: Range{From: "v1.27.0", Fixed: "v1.33.0"}, Gate: "InPlacePodVerticalScaling",
 		Reference: []string{"kubernetes/kubernetes#128920"},
 		Summary:   "the apiserver defaults containers[].resizePolicy on pods (not on templates) to NotRequired for cpu and memory",
-	},
-	{
-		ID: BehaviourResizeImmutable, Component: ComponentAPIServer,
-		Affected:  Range{From: "v1.33.0"},
-		Reference: []string{"kubernetes/kubernetes#128920"},
-		Summary:   "containers[].resizePolicy cannot be changed on an existing pod",
 	},
 }
 

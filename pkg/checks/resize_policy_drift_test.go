@@ -1,0 +1,604 @@
+package checks
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
+)
+
+var rptNow = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+
+const (
+	rptOldRev = "web-6b8d7f9c4"
+	rptNewRev = "web-7c9f5d8b6"
+)
+
+// The apiserver's real message for a pod update that drops resizePolicy (v1.37.1), as kruise quotes
+// it in FailedUpdatePodInPlace; the diff after the first line is never shown in evidence.
+const rptForbidden = "Pod \"%s\" is invalid: spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`," +
+	"`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations)," +
+	"`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)\n" +
+	"@@ -119,12 +119,7 @@\n   \"Env\": [{\"Name\": \"SECRET_TOKEN\", \"Value\": \"s3cr3t\"}],\n-   \"ResizePolicy\": [\n+   \"ResizePolicy\": null,"
+
+func rptPolicy(kv ...string) []corev1.ContainerResizePolicy {
+	var out []corev1.ContainerResizePolicy
+	for i := 0; i+1 < len(kv); i += 2 {
+		out = append(out, corev1.ContainerResizePolicy{ResourceName: corev1.ResourceName(kv[i]), RestartPolicy: corev1.ResourceResizeRestartPolicy(kv[i+1])})
+	}
+	return out
+}
+
+// rptApp is the workload's container: requests cpu and memory, like most production containers.
+func rptApp(image string, pol []corev1.ContainerResizePolicy) corev1.Container {
+	return corev1.Container{Name: "app", Image: image, ResizePolicy: pol, Resources: corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}}}
+}
+
+// rptWorkload decodes a CloneSet (or Advanced StatefulSet) the way the collector does, from the
+// object the API returns.
+func rptWorkload(t *testing.T, kind, updateType string, tpl []corev1.Container) *kruise.Workload {
+	t.Helper()
+	spec := map[string]any{
+		"replicas": int64(1),
+		"selector": map[string]any{"matchLabels": map[string]any{"app": "web"}},
+		"template": map[string]any{
+			"metadata": map[string]any{"labels": map[string]any{"app": "web"}},
+			"spec":     map[string]any{"containers": rptToUnstructured(t, tpl)},
+		},
+	}
+	apiVersion := "apps.kruise.io/v1alpha1"
+	switch kind {
+	case kruise.KindCloneSet:
+		spec["updateStrategy"] = map[string]any{"type": updateType}
+	case kruise.KindStatefulSet:
+		apiVersion = "apps.kruise.io/v1beta1"
+		spec["updateStrategy"] = map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"podUpdatePolicy": updateType}}
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": apiVersion, "kind": kind,
+		"metadata": map[string]any{"name": "web", "namespace": "shop", "uid": "uid-web", "generation": int64(2),
+			"creationTimestamp": rptNow.Add(-48 * time.Hour).Format(time.RFC3339)},
+		"spec": spec,
+		"status": map[string]any{"observedGeneration": int64(2), "replicas": int64(1), "updateRevision": rptNewRev,
+			"currentRevision": rptOldRev, "labelSelector": "app=web"},
+	}}
+	w, err := kruise.WorkloadFromUnstructured(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func rptToUnstructured(t *testing.T, cs []corev1.Container) []any {
+	t.Helper()
+	var out []any
+	for i := range cs {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&cs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// rptPod is a pod the kruise CloneSet controller created: controller reference with UID,
+// revision and instance labels, lifecycle state, the InPlaceUpdateReady readiness gate.
+func rptPod(w *kruise.Workload, name, revision string, age time.Duration, cs ...corev1.Container) *corev1.Pod {
+	ctrl := true
+	return &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: w.Namespace, UID: types.UID("uid-" + name), ResourceVersion: "4711",
+			CreationTimestamp: metav1.NewTime(rptNow.Add(-age)),
+			Labels: map[string]string{"app": "web", "controller-revision-hash": revision,
+				"apps.kruise.io/cloneset-instance-id": strings.TrimPrefix(name, "web-"), kruise.LabelLifecycleState: kruise.StateNormal},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: w.APIVersion, Kind: w.Kind, Name: w.Name, UID: w.UID,
+				Controller: &ctrl, BlockOwnerDeletion: &ctrl}},
+		},
+		Spec: corev1.PodSpec{Containers: cs, NodeName: "node-1",
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: kruise.ConditionInPlaceReady}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+}
+
+// rptStartedInPlace marks the pod the way kruise does before its in-place update PUT.
+func rptStartedInPlace(p *corev1.Pod, ago time.Duration) *corev1.Pod {
+	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: kruise.ConditionInPlaceReady,
+		Status: corev1.ConditionFalse, Reason: "StartInPlaceUpdate", LastTransitionTime: metav1.NewTime(rptNow.Add(-ago))})
+	return p
+}
+
+func rptManager(version string) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "kruise-controller-manager", Namespace: "kruise-system", UID: "uid-kcm"},
+		Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "manager", Image: "openkruise/kruise-manager:" + version, Args: []string{"--enable-leader-election"},
+		}}}}},
+		Status: appsv1.DeploymentStatus{Replicas: 1, AvailableReplicas: 1},
+	}
+}
+
+// rptFailedEvent is kruise's event for a rejected in-place update, on the workload.
+func rptFailedEvent(w *kruise.Workload, pod string, ago time.Duration, count int32) *corev1.Event {
+	return &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: w.Name + ".18a1b2c3", Namespace: w.Namespace},
+		InvolvedObject: corev1.ObjectReference{APIVersion: w.APIVersion, Kind: w.Kind, Namespace: w.Namespace,
+			Name: w.Name, UID: w.UID},
+		Reason: "FailedUpdatePodInPlace", Type: corev1.EventTypeWarning, Count: count,
+		Message:        fmt.Sprintf("failed to update pod %s in-place(revision %s): "+rptForbidden, pod, rptNewRev, pod),
+		Source:         corev1.EventSource{Component: "cloneset-controller"},
+		FirstTimestamp: metav1.NewTime(rptNow.Add(-ago)), LastTimestamp: metav1.NewTime(rptNow.Add(-time.Minute)),
+	}
+}
+
+func rptSidecarSet(t *testing.T, name string, cs ...corev1.Container) *kruise.SidecarSet {
+	t.Helper()
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet",
+		"metadata": map[string]any{"name": name, "uid": "uid-" + name},
+		"spec": map[string]any{"selector": map[string]any{"matchLabels": map[string]any{"app": "web"}},
+			"containers": rptToUnstructured(t, cs)},
+	}}
+	ss, err := kruise.SidecarSetFromUnstructured(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ss
+}
+
+type rptCluster struct {
+	server     string
+	manager    string // "" for no kruise-manager Deployment
+	workloads  []*kruise.Workload
+	pods       []*corev1.Pod
+	events     []*corev1.Event
+	sidecars   []*kruise.SidecarSet
+	metaOnly   bool
+	unreadSets bool
+}
+
+// snapshot builds what the collector would: every pod metadata-only, the candidates in full.
+func (c rptCluster) snapshot() *snapshot.Snapshot {
+	s := &snapshot.Snapshot{Now: rptNow, ServerVersion: c.server, Settings: snapshot.DefaultSettings(),
+		Workloads: c.workloads, Events: c.events, SidecarSets: c.sidecars, Unread: map[snapshot.Input]error{}}
+	if c.manager != "" {
+		s.Deployments = []*appsv1.Deployment{rptManager(c.manager)}
+	}
+	if c.unreadSets {
+		s.Unread[snapshot.InputSidecarSets] = fmt.Errorf("forbidden: list apps.kruise.io/sidecarsets")
+	}
+	for _, p := range c.pods {
+		s.Pods = append(s.Pods, &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: *p.ObjectMeta.DeepCopy()})
+		if !c.metaOnly {
+			s.FullPods = append(s.FullPods, p)
+		}
+	}
+	s.Index()
+	return s
+}
+
+func TestResizePolicyDriftRootCauses(t *testing.T) {
+	cs := func(t *testing.T, tpl ...corev1.Container) *kruise.Workload {
+		return rptWorkload(t, kruise.KindCloneSet, kruise.UpdateInPlaceIfPossible, tpl)
+	}
+	defaulted := rptPolicy("cpu", "NotRequired", "memory", "NotRequired")
+	tests := []struct {
+		name     string
+		cluster  func(t *testing.T) rptCluster
+		want     string // root cause; "" for no finding
+		evidence []string
+		absent   []string // evidence must not contain
+		fix      bool     // evict-pod offered
+		since    time.Time
+	}{
+		{
+			name: "old kruise, v1.37 apiserver, pod defaulted before the upgrade, update rejected",
+			cluster: func(t *testing.T) rptCluster {
+				w := cs(t, rptApp("app:v2", nil))
+				w.Status.RawConditions = []kruise.WorkloadCondition{{Type: "FailedUpdate", Status: "True",
+					Message: fmt.Sprintf(rptForbidden, "web-x7k2p")}}
+				p := rptStartedInPlace(rptPod(w, "web-x7k2p", rptOldRev, 30*24*time.Hour, rptApp("app:v1", defaulted)), 20*time.Minute)
+				return rptCluster{server: "v1.37.1", manager: "v1.6.3", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p},
+					events: []*corev1.Event{rptFailedEvent(w, "web-x7k2p", 19*time.Minute, 12)}}
+			},
+			want: rcKruiseDropsResizePolicy, fix: true, since: rptNow.Add(-20 * time.Minute),
+			evidence: []string{
+				"apiserver v1.37.1 (from /version) does not default resizePolicy",
+				"openkruise/kruise-manager:v1.6.3 (v1.6.3): versions < v1.7.0 are built against a Kubernetes API without resizePolicy",
+				"container app: pod resizePolicy cpu=NotRequired,memory=NotRequired; template unset",
+				"inferred: apiserver v1.37.1 does not default resizePolicy, so an update without the field changes every container that carries it: app",
+				`event FailedUpdatePodInPlace on cloneset/web (x12) at 2025-06-01T11:59:00Z: "failed to update pod web-x7k2p in-place(revision web-7c9f5d8b6): Pod \"web-x7k2p\" is invalid: spec: Forbidden: pod updates may not change fields other than ..."; the apiserver's diff changes ResizePolicy`,
+				"pod condition InPlaceUpdateReady=False (reason StartInPlaceUpdate) since 2025-06-01T11:40:00Z: an in-place update started and never completed",
+				"pod is on revision web-6b8d7f9c4, cloneset/web updateRevision is web-7c9f5d8b6: compared with the current template (older revisions are not read)",
+				`cloneset/web condition FailedUpdate: "Pod \"web-x7k2p\" is invalid: spec: Forbidden: pod updates may not change fields other than ..."`,
+			},
+			absent: []string{"SECRET_TOKEN", "s3cr3t", "spec.tolerations"},
+		},
+		{
+			name: "old kruise, v1.37 apiserver, no event yet: rejection inferred and said so",
+			cluster: func(t *testing.T) rptCluster {
+				w := cs(t, rptApp("app:v1", nil))
+				p := rptPod(w, "web-x7k2p", rptNewRev, time.Hour, rptApp("app:v1", rptPolicy("memory", "RestartContainer")))
+				return rptCluster{server: "v1.37.1", manager: "v1.6.3", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p}}
+			},
+			want: rcKruiseDropsResizePolicy, fix: true,
+			evidence: []string{"no FailedUpdatePodInPlace event about this pod in the snapshot: the rejection is inferred, not observed",
+				"container app: pod resizePolicy memory=RestartContainer; template unset (differs for memory)"},
+		},
+		{
+			name: "old kruise, v1.32 apiserver, explicit policy the re-defaulting does not restore",
+			cluster: func(t *testing.T) rptCluster {
+				w := cs(t, rptApp("app:v2", rptPolicy("memory", "RestartContainer")))
+				p := rptPod(w, "web-x7k2p", rptOldRev, time.Hour, rptApp("app:v1", rptPolicy("memory", "RestartContainer", "cpu", "NotRequired")))
+				return rptCluster{server: "v1.32.2", manager: "v1.6.3", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p}}
+			},
+			want: rcKruiseDropsResizePolicy, fix: true,
+			evidence: []string{
+				"apiserver v1.32.2 (from /version) defaults resizePolicy on pods when InPlacePodVerticalScaling is on (>= v1.27.0, < v1.33.0)",
+				"InPlacePodVerticalScaling inferred on for apiserver v1.32.2: pod web-x7k2p container app carries resizePolicy",
+				"inferred: apiserver v1.32.2 re-defaults only NotRequired for requested cpu, then memory, so an update without the field changes these containers' lists: app",
+			},
+		},
+		{
+			name: "old kruise, v1.32 apiserver, defaulted entries in another order: re-defaulting reorders them",
+			cluster: func(t *testing.T) rptCluster {
+				w := cs(t, rptApp("app:v1", nil))
+				p := rptPod(w, "web-x7k2p", rptNewRev, time.Hour, rptApp("app:v1", rptPolicy("memory", "NotRequired", "cpu", "NotRequired")))
+				return rptCluster{server: "v1.32.2", manager: "v1.6.3", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p}}
+			},
+			want: rcKruiseDropsResizePolicy, fix: true,
+			evidence: []string{"changes these containers' lists: app"},
+		},
+		{
+			name: "old kruise, v1.32 apiserver, a rejection event is observed even where the inference says the drop is re-defaulted",
+			cluster: func(t *testing.T) rptCluster {
+				w := cs(t, rptApp("app:v2", nil))
+				p := rptStartedInPlace(rptPod(w, "web-x7k2p", rptOldRev, time.Hour, rptApp("app:v1", defaulted)), 10*time.Minute)
+				return rptCluster{server: "v1.32.2", manager: "v1.6.3", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p},
+					events: []*corev1.Event{rptFailedEvent(w, "web-x7k2p", 9*time.Minute, 3)}}
+			},
+			want: rcKruiseDropsResizePolicy, fix: true,
+			evidence: []string{"event FailedUpdatePodInPlace on cloneset/web (x3)"},
+			absent:   []string{"re-defaults only", "the rejection is inferred"},
+		},
+		{
+			name: "old kruise, v1.32 apiserver, defaulted pod: the apiserver re-defaults the dropped list, so benign",
+			cluster: func(t *testing.T) rptCluster {
+				w := cs(t, rptApp("app:v1", nil))
+				p := rptPod(w, "web-x7k2p", rptNewRev, time.Hour, rptApp("app:v1", defaulted))
+				return rptCluster{server: "v1.32.2", manager: "v1.6.3", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p}}
+			},
+			want: rcBenignDefaulting,
+			evidence: []string{
+				"container app: pod resizePolicy cpu=NotRequired,memory=NotRequired; template unset; defaulted cpu,memory=NotRequired",
+				"kruise-manager v1.6.3 drops resizePolicy on in-place updates, but this apiserver re-defaults the same list, so they pass; upgrade kruise to >= v1.7.0 before the apiserver to >= v1.33",
+			},
+		},
+		{
+			name: "stale rejection event: the pod has since reached the update revision",
+			cluster: func(t *testing.T) rptCluster {
+				w := cs(t, rptApp("app:v1", nil))
+				p := rptPod(w, "web-x7k2p", rptNewRev, time.Hour, rptApp("app:v1", defaulted))
+				return rptCluster{server: "v1.32.2", manager: "v1.6.3", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p},
+					events: []*corev1.Event{rptFailedEvent(w, "web-x7k2p", 50*time.Minute, 1)}}
+			},
+			want: rcBenignDefaulting,
+		},
+		{
+			name: "new kruise, v1.32 apiserver defaulted the pod: benign",
+			cluster: func(t *testing.T) rptCluster {
+				w := cs(t, rptApp("app:v1", nil))
+				p := rptPod(w, "web-x7k2p", rptNewRev, time.Hour, rptApp("app:v1", defaulted))
+				return rptCluster{server: "v1.32.2", manager: "v1.7.0", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p}}
+			},
+			want: rcBenignDefaulting,
+			evidence: []string{"kruise-manager v1.7.0 keeps resizePolicy on in-place updates (>= v1.7.0)",
+				"pod is on cloneset/web updateRevision web-7c9f5d8b6"},
+		},
+		{
+			name: "v1.32 apiserver, kruise-manager not found: still benign, and the evidence says the version is unknown",
+			cluster: func(t *testing.T) rptCluster {
+				w := cs(t, rptApp("app:v1", nil))
+				p := rptPod(w, "web-x7k2p", rptNewRev, time.Hour, rptApp("app:v1", defaulted))
+				return rptCluster{server: "v1.32.2", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p}}
+			},
+			want:     rcBenignDefaulting,
+			evidence: []string{"kruise-manager not found", "kruise-manager version unknown"},
+		},
+		{
+			name: "template changed resizePolicy on v1.37: the pod cannot take it in place",
+			cluster: func(t *testing.T) rptCluster {
+				w := cs(t, rptApp("app:v1", rptPolicy("cpu", "NotRequired", "memory", "RestartContainer")))
+				p := rptPod(w, "web-x7k2p", rptOldRev, 2*time.Hour, rptApp("app:v1", rptPolicy("cpu", "NotRequired", "memory", "NotRequired")))
+				return rptCluster{server: "v1.37.1", manager: "v1.7.0", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p}}
+			},
+			want: rcResizePolicyImmutable, fix: true,
+			evidence: []string{"InPlacePodVerticalScaling: on by default from v1.33 (beta, GA in v1.35) on apiserver v1.37.1; inferred from the version",
+				"container app: pod resizePolicy cpu=NotRequired,memory=NotRequired; template cpu=NotRequired,memory=RestartContainer (differs for memory)"},
+		},
+		{
+			name: "template changed resizePolicy, v1.32 apiserver with the gate on: immutable there too",
+			cluster: func(t *testing.T) rptCluster {
+				w := cs(t, rptApp("app:v1", rptPolicy("memory", "RestartContainer")))
+				p := rptPod(w, "web-x7k2p", rptOldRev, 2*time.Hour, rptApp("app:v1", defaulted))
+				return rptCluster{server: "v1.32.2", manager: "v1.7.0", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p}}
+			},
+			want: rcResizePolicyImmutable, fix: true,
+		},
+		{
+			name: "Advanced StatefulSet with podUpdatePolicy InPlaceOnly is checked too",
+			cluster: func(t *testing.T) rptCluster {
+				w := rptWorkload(t, kruise.KindStatefulSet, kruise.UpdateInPlaceOnly, []corev1.Container{rptApp("app:v1", rptPolicy("memory", "RestartContainer"))})
+				p := rptPod(w, "web-0", rptNewRev, 2*time.Hour, rptApp("app:v1", nil))
+				return rptCluster{server: "v1.37.1", manager: "v1.8.0", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p}}
+			},
+			want: rcResizePolicyImmutable, fix: true,
+			evidence: []string{"container app: pod resizePolicy unset; template memory=RestartContainer (differs for memory)"},
+		},
+		{
+			name: "old kruise creates pods without the template's resizePolicy: evicting would not help, no fix",
+			cluster: func(t *testing.T) rptCluster {
+				w := cs(t, rptApp("app:v1", rptPolicy("memory", "RestartContainer")))
+				p := rptPod(w, "web-x7k2p", rptNewRev, 2*time.Hour, rptApp("app:v1", nil))
+				return rptCluster{server: "v1.37.1", manager: "v1.6.3", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p}}
+			},
+			want: rcResizePolicyImmutable, fix: false,
+			evidence: []string{"kruise-manager < v1.7.0 creates pods without resizePolicy: a recreated pod would not get the template's either"},
+		},
+		{
+			name: "SidecarSet changed its sidecar's resizePolicy",
+			cluster: func(t *testing.T) rptCluster {
+				w := cs(t, rptApp("app:v1", nil))
+				side := rptApp("envoy:1.30", rptPolicy("memory", "NotRequired"))
+				side.Name = "envoy"
+				side.Env = []corev1.EnvVar{{Name: "IS_INJECTED", Value: "true"}, {Name: "MESH_TOKEN", Value: "tok-123"}}
+				p := rptPod(w, "web-x7k2p", rptNewRev, 2*time.Hour, rptApp("app:v1", nil), side)
+				p.Annotations = map[string]string{kruise.AnnotationSidecarInjects: "mesh", kruise.AnnotationSidecarHash: `{"mesh":{"hash":"x"}}`}
+				decl := rptApp("envoy:1.30", rptPolicy("memory", "RestartContainer"))
+				decl.Name = "envoy"
+				return rptCluster{server: "v1.37.1", manager: "v1.7.0", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p},
+					sidecars: []*kruise.SidecarSet{rptSidecarSet(t, "mesh", decl)}}
+			},
+			want: rcSidecarResizePolicyDrift, fix: true,
+			evidence: []string{"container envoy: pod resizePolicy memory=NotRequired; SidecarSet mesh memory=RestartContainer (differs for memory); injected by SidecarSet mesh"},
+			absent:   []string{"MESH_TOKEN", "tok-123"},
+		},
+		{
+			name: "sidecar named only in the injected-list annotation (no env marker)",
+			cluster: func(t *testing.T) rptCluster {
+				w := cs(t, rptApp("app:v1", nil))
+				side := rptApp("log-agent:2", nil)
+				side.Name = "log-agent"
+				p := rptPod(w, "web-x7k2p", rptNewRev, 2*time.Hour, rptApp("app:v1", nil), side)
+				p.Annotations = map[string]string{kruise.AnnotationSidecarInjects: "logging"}
+				decl := rptApp("log-agent:2", rptPolicy("cpu", "RestartContainer"))
+				decl.Name = "log-agent"
+				return rptCluster{server: "v1.37.1", manager: "v1.7.0", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p},
+					sidecars: []*kruise.SidecarSet{rptSidecarSet(t, "logging", decl)}}
+			},
+			want: rcSidecarResizePolicyDrift, fix: true,
+			evidence: []string{"container log-agent: pod resizePolicy unset; SidecarSet logging cpu=RestartContainer (differs for cpu); injected by SidecarSet logging"},
+		},
+		{
+			name: "a template container is not a sidecar because a listed SidecarSet has one of the same name",
+			cluster: func(t *testing.T) rptCluster {
+				w := cs(t, rptApp("app:v1", nil))
+				p := rptPod(w, "web-x7k2p", rptNewRev, 2*time.Hour, rptApp("app:v1", nil))
+				p.Annotations = map[string]string{kruise.AnnotationSidecarInjects: "mesh"}
+				return rptCluster{server: "v1.37.1", manager: "v1.7.0", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p},
+					sidecars: []*kruise.SidecarSet{rptSidecarSet(t, "mesh", rptApp("envoy", rptPolicy("memory", "RestartContainer")))}}
+			},
+		},
+		{
+			name: "injected sidecar whose SidecarSet is unreadable is not compared, and evidence says so",
+			cluster: func(t *testing.T) rptCluster {
+				w := cs(t, rptApp("app:v1", rptPolicy("memory", "RestartContainer")))
+				side := rptApp("envoy:1.30", rptPolicy("memory", "NotRequired"))
+				side.Name = "envoy"
+				side.Env = []corev1.EnvVar{{Name: "IS_INJECTED", Value: "true"}}
+				p := rptPod(w, "web-x7k2p", rptNewRev, 2*time.Hour, rptApp("app:v1", nil), side)
+				return rptCluster{server: "v1.37.1", manager: "v1.7.0", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p}, unreadSets: true}
+			},
+			want: rcResizePolicyImmutable, fix: true,
+			evidence: []string{"container envoy is an injected sidecar whose SidecarSet is not in the snapshot: not compared (forbidden: list apps.kruise.io/sidecarsets)"},
+		},
+		// Near misses: equal policies written differently, and what the check must leave alone.
+		{
+			name: "order of entries differs, same policies",
+			cluster: func(t *testing.T) rptCluster {
+				w := cs(t, rptApp("app:v1", rptPolicy("cpu", "RestartContainer", "memory", "NotRequired")))
+				p := rptPod(w, "web-x7k2p", rptNewRev, 2*time.Hour, rptApp("app:v1", rptPolicy("memory", "NotRequired", "cpu", "RestartContainer")))
+				return rptCluster{server: "v1.37.1", manager: "v1.7.0", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p}}
+			},
+		},
+		{
+			name: "template sets the default explicitly, pod leaves it unset",
+			cluster: func(t *testing.T) rptCluster {
+				w := cs(t, rptApp("app:v1", defaulted))
+				p := rptPod(w, "web-x7k2p", rptNewRev, 2*time.Hour, rptApp("app:v1", nil))
+				return rptCluster{server: "v1.37.1", manager: "v1.7.0", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p}}
+			},
+		},
+		{
+			name: "pod carries the default, template leaves it unset, on an apiserver that does not default",
+			cluster: func(t *testing.T) rptCluster {
+				w := cs(t, rptApp("app:v1", nil))
+				p := rptPod(w, "web-x7k2p", rptNewRev, 2*time.Hour, rptApp("app:v1", defaulted))
+				return rptCluster{server: "v1.37.1", manager: "v1.7.0", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p}}
+			},
+		},
+		{
+			name: "ReCreate CloneSet: pods are never updated in place",
+			cluster: func(t *testing.T) rptCluster {
+				w := rptWorkload(t, kruise.KindCloneSet, kruise.UpdateReCreate, []corev1.Container{rptApp("app:v1", rptPolicy("memory", "RestartContainer"))})
+				p := rptPod(w, "web-x7k2p", rptNewRev, 2*time.Hour, rptApp("app:v1", rptPolicy("cpu", "NotRequired")))
+				return rptCluster{server: "v1.37.1", manager: "v1.6.3", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p}}
+			},
+		},
+		{
+			name: "v1.32 apiserver with the gate off: the pod cannot carry the template's policy, eviction would not help",
+			cluster: func(t *testing.T) rptCluster {
+				w := cs(t, rptApp("app:v1", rptPolicy("memory", "RestartContainer")))
+				p := rptPod(w, "web-x7k2p", rptNewRev, 2*time.Hour, rptApp("app:v1", nil))
+				return rptCluster{server: "v1.32.2", manager: "v1.7.0", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p}}
+			},
+		},
+		{
+			name: "old kruise but no pod carries resizePolicy: nothing is dropped",
+			cluster: func(t *testing.T) rptCluster {
+				w := cs(t, rptApp("app:v2", nil))
+				p := rptPod(w, "web-x7k2p", rptOldRev, 2*time.Hour, rptApp("app:v1", nil))
+				return rptCluster{server: "v1.37.1", manager: "v1.6.3", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p}}
+			},
+		},
+		{
+			name: "pod younger than the threshold",
+			cluster: func(t *testing.T) rptCluster {
+				w := cs(t, rptApp("app:v1", rptPolicy("memory", "RestartContainer")))
+				p := rptPod(w, "web-x7k2p", rptNewRev, time.Minute, rptApp("app:v1", nil))
+				return rptCluster{server: "v1.37.1", manager: "v1.7.0", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p}}
+			},
+		},
+		{
+			name: "pod not read in full: nothing is guessed from metadata",
+			cluster: func(t *testing.T) rptCluster {
+				w := cs(t, rptApp("app:v1", rptPolicy("memory", "RestartContainer")))
+				p := rptPod(w, "web-x7k2p", rptNewRev, 2*time.Hour, rptApp("app:v1", nil))
+				return rptCluster{server: "v1.37.1", manager: "v1.7.0", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p}, metaOnly: true}
+			},
+		},
+		{
+			name: "unparsable apiserver version: no inference presented as fact",
+			cluster: func(t *testing.T) rptCluster {
+				w := cs(t, rptApp("app:v1", rptPolicy("memory", "RestartContainer")))
+				p := rptPod(w, "web-x7k2p", rptNewRev, 2*time.Hour, rptApp("app:v1", defaulted))
+				return rptCluster{server: "weird", manager: "v1.6.3", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p}}
+			},
+		},
+	}
+	check := ResizePolicyDrift()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tt.cluster(t).snapshot()
+			got := check.Run(s, check.Info().Threshold)
+			if tt.want == "" {
+				if len(got) != 0 {
+					t.Fatalf("want no finding, got %s: %s", got[0].RootCause.ID, strings.Join(got[0].RootCause.Evidence, "\n"))
+				}
+				return
+			}
+			if len(got) != 1 {
+				t.Fatalf("want 1 finding, got %d: %+v", len(got), got)
+			}
+			f := got[0]
+			all := strings.Join(f.RootCause.Evidence, "\n")
+			if f.RootCause.ID != tt.want {
+				t.Fatalf("root cause = %s, want %s\nevidence:\n%s", f.RootCause.ID, tt.want, all)
+			}
+			if f.Check != CheckResizePolicyDrift || f.Object.Kind != "Pod" || f.Object.UID == "" || f.Object.ResourceVersion != "4711" {
+				t.Errorf("finding object = %+v (check %s)", f.Object, f.Check)
+			}
+			if f.Owner == nil || f.Owner.UID != "uid-web" || f.Owner.Kind != s.Workloads[0].Kind {
+				t.Errorf("owner = %+v", f.Owner)
+			}
+			for _, e := range tt.evidence {
+				if !strings.Contains(all, e) {
+					t.Errorf("evidence lacks %q:\n%s", e, all)
+				}
+			}
+			for _, e := range tt.absent {
+				if strings.Contains(all+f.Summary+f.RootCause.Message, e) {
+					t.Errorf("finding shows %q:\n%s", e, all)
+				}
+			}
+			hasEvict := slices.ContainsFunc(f.Fixes, func(x report.Fix) bool { return x.Action == ActionEvictPod })
+			if hasEvict != tt.fix {
+				t.Errorf("evict-pod offered = %v, want %v (fixes %+v)", hasEvict, tt.fix, f.Fixes)
+			}
+			if !tt.since.IsZero() && !f.Since.Equal(tt.since) {
+				t.Errorf("since = %s, want %s", f.Since, tt.since)
+			}
+			if tt.want == rcKruiseDropsResizePolicy && !strings.Contains(f.RootCause.Message, "Upgrade kruise to >= v1.7.0") {
+				t.Errorf("message does not say to upgrade kruise: %s", f.RootCause.Message)
+			}
+		})
+	}
+}
+
+func TestResizePolicyDriftPodCandidates(t *testing.T) {
+	inPlace := rptWorkload(t, kruise.KindCloneSet, kruise.UpdateInPlaceOnly, []corev1.Container{rptApp("app:v1", nil)})
+	recreate := rptWorkload(t, kruise.KindCloneSet, kruise.UpdateReCreate, []corev1.Container{rptApp("app:v1", nil)})
+	recreate.Name, recreate.UID = "batch", "uid-batch"
+
+	owned := rptPod(inPlace, "web-a", rptNewRev, time.Hour)
+	released := rptPod(inPlace, "web-b", rptNewRev, time.Hour) // labels no longer match the selector
+	released.Labels["app"] = "debug"
+	other := rptPod(recreate, "batch-a", rptNewRev, time.Hour)
+	notController := rptPod(inPlace, "web-c", rptNewRev, time.Hour)
+	notController.OwnerReferences[0].Controller = nil
+
+	s := rptCluster{server: "v1.37.1", workloads: []*kruise.Workload{inPlace, recreate},
+		pods: []*corev1.Pod{owned, released, other, notController}, metaOnly: true}.snapshot()
+	got := ResizePolicyDrift().(PodSelector).PodCandidates(s)
+	if len(got) != 1 || got[0] != owned.UID {
+		t.Fatalf("PodCandidates = %v, want only %s", got, owned.UID)
+	}
+}
+
+func TestResizePolicyDriftInfo(t *testing.T) {
+	info := ResizePolicyDrift().Info()
+	want := []string{rcKruiseDropsResizePolicy, rcResizePolicyImmutable, rcSidecarResizePolicyDrift, rcBenignDefaulting}
+	for _, id := range want {
+		i := slices.IndexFunc(info.RootCauses, func(r RootCause) bool { return r.ID == id })
+		if i < 0 {
+			t.Errorf("root cause %s missing", id)
+			continue
+		}
+		rc := info.RootCauses[i]
+		if rc.Title == "" || rc.Description == "" || len(rc.References) == 0 || rc.Severity == "" {
+			t.Errorf("root cause %s is incomplete: %+v", id, rc)
+		}
+		for _, a := range rc.Actions {
+			if _, ok := LookupAction(a); !ok {
+				t.Errorf("root cause %s names unknown action %s", id, a)
+			}
+		}
+	}
+	sev := map[string]report.Severity{}
+	for _, rc := range info.RootCauses {
+		sev[rc.ID] = rc.Severity
+	}
+	if sev[rcKruiseDropsResizePolicy] != report.SeverityError || sev[rcBenignDefaulting] != report.SeverityInfo {
+		t.Errorf("severities = %v", sev)
+	}
+	if _, ok := Default().Get(CheckResizePolicyDrift); !ok {
+		t.Error("resize-policy-drift is not registered")
+	}
+}
+
+func TestResizePolicyQuoteEvent(t *testing.T) {
+	msg := fmt.Sprintf("failed to update pod p in-place(revision r): "+rptForbidden, "p")
+	got := rpQuoteEvent(msg)
+	if want := `failed to update pod p in-place(revision r): Pod "p" is invalid: spec: Forbidden: pod updates may not change fields other than ...`; got != want {
+		t.Errorf("rpQuoteEvent = %q, want %q", got, want)
+	}
+	long := strings.Repeat("x", 1000)
+	if got := rpQuoteEvent(long); len(got) > rpMaxQuote+4 {
+		t.Errorf("quote not bounded: %d bytes", len(got))
+	}
+}
