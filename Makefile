@@ -84,3 +84,17 @@ DIST_FILES ?= LICENSE README.md
 dist: DATE = $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u +%Y-%m-%dT%H:%M:%SZ)
 dist:
 	$(GO) run ./hack/dist -version '$(VERSION)' -commit '$(COMMIT)' -date '$(DATE)' -out dist $(addprefix -file ,$(DIST_FILES))
+
+# demo: a local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok on
+# loopback ports, state in .demo/) running the "shop" of internal/scenario, in which every check
+# has something real to find; it stays up in the background and `make demo` ends with a scan and
+# the commands to try next. `make demo` again reuses a running demo and replaces a stale .demo/.
+# demo-down stops it and removes .demo/.
+.PHONY: demo demo-down
+demo: build tools
+	$(GO) build -o $(BIN)/workloaddoctor-demo ./hack/demo
+	$(BIN)/workloaddoctor-demo up
+
+demo-down:
+	$(GO) build -o $(BIN)/workloaddoctor-demo ./hack/demo
+	$(BIN)/workloaddoctor-demo down
