@@ -43,7 +43,7 @@ func (e *ExitError) Unwrap() error { return e.Err }
 func Execute(args []string, streams genericiooptions.IOStreams) int {
 	root := NewRootCommand(streams)
 	root.SetArgs(args)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	if err == nil {
 		return ExitOK
 	}
@@ -54,7 +54,8 @@ func Execute(args []string, streams genericiooptions.IOStreams) int {
 		}
 		return ee.Code
 	}
-	fmt.Fprintf(streams.ErrOut, "error: %v\n", oneLine(err))
+	// A flag or argument error from cobra: point at the command's help, as kubectl does.
+	fmt.Fprintf(streams.ErrOut, "error: %v (see '%s --help')\n", oneLine(err), cmd.CommandPath())
 	return ExitFailure
 }
 
@@ -88,6 +89,9 @@ in-place updates.`,
   kubectl workloaddoctor explain finalizer-owner-missing`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// kubectl completes plugins through kubectl_complete-workloaddoctor (hack/completion);
+		// cobra's own scripts would complete a command named workloaddoctor, which does not exist.
+		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
 		Annotations: map[string]string{
 			cobra.CommandDisplayNameAnnotation: "kubectl workloaddoctor",
 		},
