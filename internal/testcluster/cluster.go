@@ -48,12 +48,20 @@ type Options struct {
 	ExtraAPIServerArgs []string
 	// ExtraEtcdArgs are appended to etcd's flags, e.g. a larger --quota-backend-bytes for a benchmark.
 	ExtraEtcdArgs []string
+	// Dir is where New keeps the cluster's state (created if missing) instead of a temporary
+	// directory; Stop leaves it. Start ignores it (tests use t.TempDir).
+	Dir string
 }
 
-// KwokOptions selects which nodes kwok manages: all of them, or those matching an annotation selector.
+// KwokOptions selects which nodes kwok manages: all of them, or those matching an annotation or a
+// label selector.
 type KwokOptions struct {
 	ManageAllNodes         bool
 	NodeAnnotationSelector string // e.g. "kwok.x-k8s.io/node=fake"
+	// NodeLabelSelector is evaluated by the apiserver: a node whose label stops matching leaves
+	// kwok's watch, and kwok stops renewing its Lease (a kubelet that died). Taking an annotation
+	// off does not do that: kwok filters annotations itself and keeps the Lease.
+	NodeLabelSelector string
 	// Binary overrides the kwok binary, e.g. to run another kwok version.
 	Binary    string
 	ExtraArgs []string
@@ -111,13 +119,11 @@ func Start(t testing.TB, opts Options) *Cluster {
 	return c
 }
 
-// New runs a cluster outside a test (the benchmark in bench/): etcd, kube-apiserver, and the
-// controller manager and scheduler if opts asks for them; kwok needs a test (Start). Progress goes
-// to logf (nil discards it). The caller must call Stop, which also removes the cluster's directory.
+// New runs a cluster outside a test (the benchmark in bench/, the demo in hack/demo): etcd,
+// kube-apiserver, and the controller manager, scheduler and kwok if opts asks for them. Progress
+// goes to logf (nil discards it). The caller must call Stop, which also removes the cluster's
+// directory unless opts.Dir named it. Its processes die with the calling process, even on SIGKILL.
 func New(ctx context.Context, opts Options, logf func(format string, args ...any)) (*Cluster, error) {
-	if opts.Kwok != nil {
-		return nil, errors.New("start cluster: kwok is only supported in tests (Start)")
-	}
 	apiserver := opts.APIServerBinary
 	if apiserver == "" {
 		var err error
@@ -132,18 +138,34 @@ func New(ctx context.Context, opts Options, logf func(format string, args ...any
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "testcluster-")
-	if err != nil {
-		return nil, fmt.Errorf("start cluster: %w", err)
+	dir, removeDir := opts.Dir, false
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "testcluster-"); err != nil {
+			return nil, fmt.Errorf("start cluster: %w", err)
+		}
+		removeDir = true
+	} else {
+		if dir, err = filepath.Abs(dir); err != nil {
+			return nil, fmt.Errorf("start cluster: %w", err)
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("start cluster: %w", err)
+		}
 	}
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
 	c := newCluster(dir, opts, logf)
-	c.removeDir = true
+	c.removeDir = removeDir
 	if err := c.boot(ctx, etcd, apiserver); err != nil {
 		c.Stop()
 		return nil, fmt.Errorf("start cluster: %w", err)
+	}
+	if opts.Kwok != nil {
+		if err := c.startKwok(); err != nil {
+			c.Stop()
+			return nil, fmt.Errorf("start cluster: %w", err)
+		}
 	}
 	return c, nil
 }
@@ -383,11 +405,18 @@ func (c *Cluster) startScheduler() (*process, error) {
 // Together with StopKwok it simulates a kubelet that dies and comes back.
 func (c *Cluster) StartKwok(t testing.TB) {
 	t.Helper()
+	if err := c.startKwok(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startKwok is StartKwok for callers with or without a test.
+func (c *Cluster) startKwok() error {
 	c.mu.Lock()
 	running := c.kwok != nil && !c.kwok.hasExited()
 	c.mu.Unlock()
 	if running {
-		t.Fatalf("start kwok: already running")
+		return errors.New("start kwok: already running")
 	}
 	o := c.opts.Kwok
 	if o == nil {
@@ -395,14 +424,25 @@ func (c *Cluster) StartKwok(t testing.TB) {
 	}
 	bin := o.Binary
 	if bin == "" {
-		bin = Binary(t, "kwok")
+		var err error
+		if bin, err = LookupBinary("kwok"); err != nil {
+			return err
+		}
 	}
-	requireExecutable(t, bin)
+	if err := checkExecutable(bin); err != nil {
+		return err
+	}
 	// kwok opens no port unless --server-address or --node-port is set, so none is given here.
 	args := []string{"--kubeconfig=" + c.Kubeconfig}
 	switch {
-	case o.NodeAnnotationSelector != "":
-		args = append(args, "--manage-all-nodes=false", "--manage-nodes-with-annotation-selector="+o.NodeAnnotationSelector)
+	case o.NodeAnnotationSelector != "" || o.NodeLabelSelector != "":
+		args = append(args, "--manage-all-nodes=false")
+		if o.NodeAnnotationSelector != "" {
+			args = append(args, "--manage-nodes-with-annotation-selector="+o.NodeAnnotationSelector)
+		}
+		if o.NodeLabelSelector != "" {
+			args = append(args, "--manage-nodes-with-label-selector="+o.NodeLabelSelector)
+		}
 	default:
 		args = append(args, "--manage-all-nodes=true")
 	}
@@ -414,11 +454,12 @@ func (c *Cluster) StartKwok(t testing.TB) {
 	args = append(args, o.ExtraArgs...)
 	p, err := c.start("kwok", bin, args...)
 	if err != nil {
-		t.Fatalf("start kwok: %v", err)
+		return fmt.Errorf("start kwok: %w", err)
 	}
 	c.mu.Lock()
 	c.kwok = p
 	c.mu.Unlock()
+	return nil
 }
 
 // StopKwok stops kwok; the nodes it managed stop heartbeating, like nodes whose kubelet died.

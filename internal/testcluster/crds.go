@@ -49,27 +49,36 @@ func (c *Cluster) InstallCRDs(t testing.TB, paths ...string) {
 			t.Fatalf("install CRDs: no *.yaml in %s (err: %v)", dir, err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), crdTimeout)
+	if err := c.InstallCRDFiles(t.Context(), paths...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// InstallCRDFiles is InstallCRDs for callers outside a test: it creates the CRDs in the given
+// files and waits (at most crdTimeout) until each is served.
+func (c *Cluster) InstallCRDFiles(ctx context.Context, paths ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, crdTimeout)
 	defer cancel()
 	var crds []*unstructured.Unstructured
 	for _, path := range paths {
 		objs, err := readObjects(path)
 		if err != nil {
-			t.Fatalf("install CRDs: %v", err)
+			return fmt.Errorf("install CRDs: %w", err)
 		}
 		for _, obj := range objs {
 			_, err := c.dynamic.Resource(crdGVR).Create(ctx, obj, metav1.CreateOptions{})
 			if err != nil && !apierrors.IsAlreadyExists(err) {
-				t.Fatalf("install CRDs: create %s from %s: %v", obj.GetName(), path, err)
+				return fmt.Errorf("install CRDs: create %s from %s: %w", obj.GetName(), path, err)
 			}
 			crds = append(crds, obj)
 		}
 	}
 	for _, crd := range crds {
 		if err := c.waitCRDServed(ctx, crd); err != nil {
-			t.Fatalf("install CRDs: %v", err)
+			return fmt.Errorf("install CRDs: %w", err)
 		}
 	}
+	return nil
 }
 
 // readObjects decodes every non-empty YAML or JSON document of a file.

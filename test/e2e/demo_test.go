@@ -1,0 +1,193 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+)
+
+// TestDemoScenarios builds the demo's "shop" (internal/scenario) once on one cluster and checks
+// what `make demo` promises: the scan names each broken object with its check and root cause and
+// nothing else, the healthy workloads have no finding, the table shows every check, and after
+// `fix --yes` only the findings that need a person remain, each saying why.
+func TestDemoScenarios(t *testing.T) {
+	t.Parallel()
+	pluginBinary(t)
+	opts, files, err := scenario.ClusterOptions(filepath.Join(t.TempDir(), "scenario"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := testcluster.Start(t, opts)
+	crds, err := scenario.KruiseCRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.InstallCRDs(t, crds...)
+
+	// Every wait of Build is bounded; the kruise-manager stand-in runs in this process until the
+	// test's context ends.
+	shop, err := scenario.Build(t.Context(), scenario.Env{Kube: c.Clientset(), Dynamic: c.Dynamic(), Files: files, Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("build the scenario: %v", err)
+	}
+
+	var rep *report.Report
+	t.Run("scan names every broken object with its check and root cause, and nothing else", func(t *testing.T) {
+		rep = demoScan(t, c.Kubeconfig, 2)
+		demoAssertFindings(t, rep, shop.Expected)
+		demoAssertHealthy(t, rep, shop.Healthy)
+		for _, f := range rep.Findings {
+			if f.RootCause.Message == "" || len(f.RootCause.Evidence) == 0 {
+				t.Errorf("%s %s on %s has no message or evidence", f.Check, f.RootCause.ID, f.Object)
+			}
+		}
+	})
+
+	t.Run("the table shows every check", func(t *testing.T) {
+		out, stderr, code := runKubectl(t, c.Kubeconfig, "workloaddoctor", "scan", "-A", "--min-age", "0s")
+		if code != 2 {
+			t.Fatalf("kubectl workloaddoctor scan -A: exit %d, want 2\n%s\n%s", code, out, stderr)
+		}
+		for _, check := range []string{"stuck-preparing-normal", "expectations-unsatisfied", "stuck-terminating", "resize-policy-drift"} {
+			if !strings.Contains(out, check) {
+				t.Errorf("the table has no %s line:\n%s", check, out)
+			}
+		}
+	})
+
+	t.Run("fix --yes resolves the fixable findings; what is left needs a person", func(t *testing.T) {
+		if rep == nil {
+			t.Skip("no scan")
+		}
+		stdout, stderr, code := runPlugin(t, c.Kubeconfig, "fix", "-A", "--min-age", "0s", "--yes", "-o", "json")
+		if code != 0 {
+			t.Fatalf("fix -A --yes: exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+		var doc struct {
+			Results []struct {
+				Action string `json:"action"`
+				Status string `json:"status"`
+				Reason string `json:"reason"`
+			} `json:"results"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+			t.Fatalf("fix -o json: %v\n%s", err, stdout)
+		}
+		if len(doc.Results) == 0 {
+			t.Fatalf("fix applied nothing:\n%s\n%s", stdout, stderr)
+		}
+		for _, r := range doc.Results {
+			if r.Status != "applied" && r.Status != "already-resolved" {
+				t.Errorf("fix %s: %s (%s)", r.Action, r.Status, r.Reason)
+			}
+		}
+
+		var person []scenario.Expectation
+		for _, e := range shop.Expected {
+			if !e.Fixable {
+				person = append(person, e)
+			}
+		}
+		// The controllers catch up: the kruise-manager standby takes the Lease over once the old
+		// leader's expires (15s) and reconciles, evicted pods are recreated.
+		var last *report.Report
+		eventually(t, 2*time.Minute, "the second scan to keep only the findings that need a person", func(context.Context) (bool, error) {
+			last = demoScan(t, c.Kubeconfig, -1)
+			return demoFindingKeys(last) == demoExpectedKeys(person), nil
+		})
+		demoAssertFindings(t, last, person)
+		for _, f := range last.Findings {
+			if len(f.Fixes) != 0 {
+				t.Errorf("%s %s on %s still offers fixes %+v", f.Check, f.RootCause.ID, f.Object, f.Fixes)
+			}
+			if f.RootCause.Message == "" {
+				t.Errorf("%s %s on %s does not say why it needs a person", f.Check, f.RootCause.ID, f.Object)
+			}
+		}
+	})
+}
+
+// demoScan runs `scan -A -o json --min-age 0s`; wantExit -1 accepts 0 or 2.
+func demoScan(t *testing.T, kubeconfig string, wantExit int) *report.Report {
+	t.Helper()
+	stdout, stderr, code := runPlugin(t, kubeconfig, "scan", "-A", "-o", "json", "--min-age", "0s")
+	if (wantExit >= 0 && code != wantExit) || (wantExit < 0 && code != 0 && code != 2) {
+		t.Fatalf("scan -A: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, wantExit, stdout, stderr)
+	}
+	var rep report.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("scan -o json is not a report: %v\n%s", err, stdout)
+	}
+	return &rep
+}
+
+func demoKey(check, rootCause, kind, namespace, name string) string {
+	return fmt.Sprintf("%s %s %s %s/%s", check, rootCause, kind, namespace, name)
+}
+
+func demoFindingKeys(rep *report.Report) string {
+	var keys []string
+	for _, f := range rep.Findings {
+		keys = append(keys, demoKey(f.Check, f.RootCause.ID, f.Object.Kind, f.Object.Namespace, f.Object.Name))
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, "\n")
+}
+
+func demoExpectedKeys(exp []scenario.Expectation) string {
+	var keys []string
+	for _, e := range exp {
+		keys = append(keys, demoKey(e.Check, e.RootCause, e.Object.Kind, e.Object.Namespace, e.Object.Name))
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, "\n")
+}
+
+// demoAssertFindings checks that the report has exactly the expected (check, root cause, object)
+// findings.
+func demoAssertFindings(t *testing.T, rep *report.Report, exp []scenario.Expectation) {
+	t.Helper()
+	if got, want := demoFindingKeys(rep), demoExpectedKeys(exp); got != want {
+		t.Errorf("findings (check, root cause, object):\n%s\nwant:\n%s\nsummaries:\n%s", got, want, demoSummaries(rep))
+	}
+}
+
+// demoAssertHealthy checks that no finding names a healthy object as its object or owner.
+func demoAssertHealthy(t *testing.T, rep *report.Report, healthy []scenario.Object) {
+	t.Helper()
+	if len(healthy) == 0 {
+		t.Fatal("the scenario lists no healthy object")
+	}
+	is := map[string]bool{}
+	for _, o := range healthy {
+		is[o.Kind+" "+o.Namespace+"/"+o.Name] = true
+	}
+	for _, f := range rep.Findings {
+		refs := []report.ObjectRef{f.Object}
+		if f.Owner != nil {
+			refs = append(refs, *f.Owner)
+		}
+		for _, r := range refs {
+			if is[r.Kind+" "+r.Namespace+"/"+r.Name] {
+				t.Errorf("finding %s %s names healthy %s %s/%s: %s", f.Check, f.RootCause.ID, r.Kind, r.Namespace, r.Name, f.Summary)
+			}
+		}
+	}
+}
+
+func demoSummaries(rep *report.Report) string {
+	var b strings.Builder
+	for _, f := range rep.Findings {
+		fmt.Fprintf(&b, "  %s %s %s: %s\n", f.Check, f.RootCause.ID, f.Object, f.Summary)
+	}
+	return b.String()
+}
