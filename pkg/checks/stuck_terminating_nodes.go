@@ -474,7 +474,7 @@ func (a *termAnalysis) kubeletKillFailing(p *corev1.Pod, full bool, owners *stOw
 	what := "has not reported why"
 	switch {
 	case len(reasons) > 0:
-		what = "reports " + strings.Join(stUniqStrings(reasons), ", ")
+		what = "reports " + strings.Join(dedup(reasons), ", ")
 	case len(running) > 0:
 		what = "still reports containers running: " + strings.Join(running, ", ")
 	}
@@ -486,16 +486,4 @@ func (a *termAnalysis) kubeletKillFailing(p *corev1.Pod, full bool, owners *stOw
 			"runtime on that node; force-deleting would leave the containers running.", node, what),
 		Evidence: ev,
 	}, true
-}
-
-func stUniqStrings(in []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, s := range in {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
 }
