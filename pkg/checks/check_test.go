@@ -139,3 +139,40 @@ func TestBuiltinChecksAreDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestContractRootCauses keeps the registry in step with contract.md: every check and root-cause
+// ID a runbook may depend on is registered.
+func TestContractRootCauses(t *testing.T) {
+	contract := map[string][]string{
+		"stuck-preparing-normal": {"prenormal-hook-pending", "prenormal-event-dropped", "prenormal-reconcile-missed",
+			"pod-not-scheduled", "ondelete-refresh-bug", "controller-unavailable", "workload-expectations-blocked"},
+		"expectations-unsatisfied": {"scale-expectations-leaked", "update-expectations-leaked", "controller-unavailable",
+			"pod-creation-failing", "stalled-unknown"},
+		"stuck-terminating": {"finalizer-owner-missing", "finalizer-owner-not-acting", "kruise-predelete-hook-pending",
+			"kwok-stage-not-run", "node-missing", "node-not-ready", "kubelet-kill-failing", "owner-paused",
+			"finalizer-readd-race", "namespace-content-remaining", "namespace-discovery-failed"},
+		"resize-policy-drift": {"kruise-drops-resize-policy", "resize-policy-immutable", "sidecar-resize-policy-drift", "benign-defaulting"},
+	}
+	reg := Default()
+	for id, causes := range contract {
+		c, ok := reg.Get(id)
+		if !ok {
+			t.Errorf("check %s of the contract is not registered", id)
+			continue
+		}
+		have := map[string]bool{}
+		for _, rc := range c.Info().RootCauses {
+			have[rc.ID] = true
+		}
+		for _, rc := range causes {
+			if !have[rc] {
+				t.Errorf("check %s lacks root cause %s of the contract", id, rc)
+			}
+		}
+	}
+	for _, a := range []string{ActionRequeueWorkload, ActionRestartControllerLeader, ActionRemoveFinalizer, ActionForceDelete, ActionEvictPod} {
+		if _, ok := LookupAction(a); !ok {
+			t.Errorf("action %s of the contract is not documented", a)
+		}
+	}
+}
