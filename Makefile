@@ -98,3 +98,11 @@ demo: build tools
 demo-down:
 	$(GO) build -o $(BIN)/workloaddoctor-demo ./hack/demo
 	$(BIN)/workloaddoctor-demo down
+
+# bench: kubectl workloaddoctor scan -A against `kubectl get pods -A -o json` on a control plane
+# seeded with 10k and 30k realistic pods (BENCH_FLAGS=-large adds 100k: several more minutes of
+# seeding and a machine with spare memory); results in bench/RESULTS.md. See bench/README.md.
+BENCH_FLAGS ?=
+.PHONY: bench
+bench: build tools
+	$(GO) run ./bench -plugin $(BIN)/kubectl-workloaddoctor -out bench/RESULTS.md $(BENCH_FLAGS)

@@ -43,7 +43,9 @@ type Clients struct {
 type Options struct {
 	Scope    snapshot.Scope
 	Settings snapshot.Settings
-	// PageSize is the limit of each LIST page.
+	// PageSize is the limit of each LIST page (default 500). Unless it is set, the bulk pod list
+	// is one response when the apiserver streams list encodings (v1.33 and later), since continue
+	// pages cost it several times as much as one streamed list served from its cache.
 	PageSize int64
 	// Concurrency bounds the reads in flight.
 	Concurrency int
@@ -97,6 +99,8 @@ type collector struct {
 	covered map[schema.GroupResource]bool
 	// podsRV is the resourceVersion the pod list was read at; candidates are read at it or newer.
 	podsRV string
+	// podPageSize is the page size of the bulk pod list; 0 reads it in one streamed response.
+	podPageSize int64
 }
 
 type discovered struct {
@@ -108,6 +112,7 @@ type discovered struct {
 // Collect reads the inputs into a new, indexed snapshot. It fails only when the cluster cannot be
 // reached at all; every other failure is recorded in Snapshot.Unread.
 func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Input) (*snapshot.Snapshot, error) {
+	pageSizeSet := opts.PageSize > 0
 	opts.defaults()
 	col := &collector{c: c, opts: opts, snap: &snapshot.Snapshot{
 		Scope: opts.Scope, Settings: opts.Settings,
@@ -118,6 +123,10 @@ func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Inp
 		return nil, fmt.Errorf("read server version: %w", err)
 	}
 	col.snap.ServerVersion = sv.GitVersion
+	col.podPageSize = opts.PageSize
+	if !pageSizeSet && streamsLists(sv.Major, sv.Minor) {
+		col.podPageSize = 0
+	}
 	col.discover(ctx)
 
 	want := map[snapshot.Input]bool{}
@@ -166,15 +175,22 @@ func (col *collector) parallel(ctx context.Context, want map[snapshot.Input]bool
 	for in := range readers {
 		names = append(names, in)
 	}
-	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+	// The pod list is the longest read on a big cluster: it starts first, and the others start in
+	// a fixed order as slots free up.
+	sort.Slice(names, func(i, j int) bool {
+		if (names[i] == snapshot.InputPods) != (names[j] == snapshot.InputPods) {
+			return names[i] == snapshot.InputPods
+		}
+		return names[i] < names[j]
+	})
 	for _, in := range names {
 		if !want[in] {
 			continue
 		}
 		wg.Add(1)
+		sem <- struct{}{}
 		go func(in snapshot.Input, read func(context.Context) error) {
 			defer wg.Done()
-			sem <- struct{}{}
 			defer func() { <-sem }()
 			if err := read(ctx); err != nil {
 				col.unread(in, err)
@@ -323,25 +339,71 @@ func (col *collector) listLeases(ctx context.Context, ns string, node bool) erro
 }
 
 // readEvents keeps only the events checks use: Warnings, and any event about an OpenKruise
-// object (its SuccessfulCreate/SuccessfulDelete show the controller is alive).
+// object (its SuccessfulCreate/SuccessfulDelete show the controller is alive). The apiserver
+// filters them (field selectors on type and involvedObject.apiVersion), so the Normal events that
+// make up most of a busy cluster's events are never sent; a server that rejects the selectors gets
+// one unfiltered list, filtered here.
 func (col *collector) readEvents(ctx context.Context) error {
 	ns := col.namespace()
 	var events []*corev1.Event
-	err := col.paginate(ctx, metav1.ListOptions{}, func(ctx context.Context, o metav1.ListOptions) (string, error) {
-		l, err := col.c.Kube.CoreV1().Events(ns).List(ctx, o)
-		if err != nil {
-			return "", readErr("list", "events", err)
-		}
-		for i := range l.Items {
-			e := &l.Items[i]
-			if e.Type == corev1.EventTypeWarning || strings.HasPrefix(e.InvolvedObject.APIVersion, kruise.Group+"/") {
-				events = append(events, e)
+	list := func(sel string) error {
+		return col.paginate(ctx, metav1.ListOptions{FieldSelector: sel}, func(ctx context.Context, o metav1.ListOptions) (string, error) {
+			l, err := col.c.Kube.CoreV1().Events(ns).List(ctx, o)
+			if err != nil {
+				return "", err
 			}
+			for i := range l.Items {
+				if e := l.Items[i]; e.Type == corev1.EventTypeWarning || strings.HasPrefix(e.InvolvedObject.APIVersion, kruise.Group+"/") {
+					events = append(events, &e) // a copy: the page's other events are not kept alive
+				}
+			}
+			return l.Continue, nil
+		})
+	}
+	selectors := []string{"type=" + corev1.EventTypeWarning}
+	if col.snap.Installed[GroupKruise] {
+		for _, gv := range col.groupVersions(GroupKruise, "v1alpha1", "v1beta1") {
+			selectors = append(selectors, "type!="+corev1.EventTypeWarning+",involvedObject.apiVersion="+gv)
 		}
-		return l.Continue, nil
-	})
+	}
+	var err error
+	for _, sel := range selectors {
+		if err = list(sel); apierrors.IsBadRequest(err) {
+			events = nil
+			err = list("")
+			break
+		}
+		if err != nil {
+			break
+		}
+	}
 	col.add(func(s *snapshot.Snapshot) { s.Events = events })
-	return err
+	if err != nil {
+		return readErr("list", "events", err)
+	}
+	return nil
+}
+
+// groupVersions returns the versions of group that discovery found, plus the known ones, as
+// group/version strings.
+func (col *collector) groupVersions(group string, known ...string) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(v string) {
+		if gv := group + "/" + v; !seen[gv] {
+			seen[gv] = true
+			out = append(out, gv)
+		}
+	}
+	for _, v := range known {
+		add(v)
+	}
+	for _, r := range col.resources {
+		if r.gvr.Group == group {
+			add(r.gvr.Version)
+		}
+	}
+	return out
 }
 
 func (col *collector) readNamespaces(ctx context.Context) error {
@@ -401,6 +463,9 @@ func (col *collector) readObjects(ctx context.Context) error {
 		{Resource: "namespaces"}: true,
 		// Same objects served under another name.
 		{Group: "extensions", Resource: "ingresses"}: true,
+		// Computed on each read by probing the control plane (slow, deprecated): nothing stored,
+		// so nothing that can be stuck in deletion.
+		{Resource: "componentstatuses"}: true,
 	}
 	seen := map[schema.GroupResource]bool{}
 	var todo []discovered

@@ -1,8 +1,14 @@
 package collect
 
 import (
+	"bytes"
+	"container/heap"
 	"context"
 	"fmt"
+	"hash/maphash"
+	"io"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 
@@ -16,55 +22,55 @@ import (
 
 var podTypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
 
-// readPods lists every pod in scope metadata-only, page by page. Each page is turned into pods as
-// it arrives and dropped, so no raw page outlives its decoding. Of a pod's metadata only what the
-// checks read from bulk pods is kept: managedFields, most of a pod's metadata, are dropped (the
-// candidates are read again in full, with them), and strings repeated across pods are shared.
+// readPods lists every pod in scope metadata-only (see streamPodMeta: one streamed response or
+// pipelined pages, decoded item by item as they arrive, managedFields skipped). Of a pod's
+// metadata only what the checks read from bulk pods is kept: managedFields, most of a pod's
+// metadata, are not (the candidates are read again in full, with them), and what repeats across
+// pods is shared.
 func (col *collector) readPods(ctx context.Context) error {
-	ns := col.namespace()
-	opts := metav1.ListOptions{LabelSelector: col.opts.Scope.LabelSelector}
-	var pods []*corev1.Pod
-	in := newInterner()
-	err := col.paginate(ctx, opts, func(ctx context.Context, o metav1.ListOptions) (string, error) {
-		l, err := col.c.Metadata.Resource(podsGVR).Namespace(ns).List(ctx, o)
-		if err != nil {
-			return "", readErr("list", "pods", err)
-		}
-		if o.Continue == "" {
+	var (
+		pods []*corev1.Pod
+		slab []corev1.Pod // pods are allocated a slab at a time rather than one by one
+		in   = newInterner()
+	)
+	err := col.streamPodMeta(ctx, col.namespace(), metav1.ListOptions{LabelSelector: col.opts.Scope.LabelSelector}, col.podPageSize,
+		func(l *metav1.ListMeta) {
 			// Every page of a list is read at the first page's resourceVersion.
 			col.podsRV = l.ResourceVersion
 			if n := l.RemainingItemCount; n != nil && *n > 0 && *n < 1<<24 {
-				pods = make([]*corev1.Pod, 0, len(l.Items)+int(*n))
+				pods = make([]*corev1.Pod, 0, col.podPageSize+*n)
 			}
-		}
-		// One allocation per page rather than one per pod.
-		page := make([]corev1.Pod, len(l.Items))
-		for i := range l.Items {
-			p := &page[i]
-			p.TypeMeta = podTypeMeta
-			p.ObjectMeta = l.Items[i].ObjectMeta
-			p.ManagedFields = nil
+		},
+		func(m *metav1.ObjectMeta) {
+			if len(slab) == 0 {
+				slab = make([]corev1.Pod, 256)
+			}
+			p := &slab[0]
+			slab = slab[1:]
+			p.TypeMeta, p.ObjectMeta = podTypeMeta, *m
 			in.meta(&p.ObjectMeta)
 			pods = append(pods, p)
-		}
-		return l.Continue, nil
-	})
+		})
+	if err != nil {
+		err = readErr("list", "pods", err)
+	}
 	col.add(func(s *snapshot.Snapshot) { s.Pods = pods })
 	return err
 }
 
 // Cost model of candidate reads, in units of one GET of one pod. A LIST costs a request, a little
-// per pod it returns, and a little per pod the apiserver's cache scans to match the selector.
-// Measured on kube-apiserver v1.37 (see bench/): a GET costs about as much server and client time
-// as returning 20 pods in a LIST, or as matching a label selector against 5,000 cached pods.
+// per pod it returns, and a little per pod the apiserver's cache matches against the selector.
+// Measured against kube-apiserver v1.37 on two cores (see bench/): a GET served from the cache
+// takes about 1.1 ms at 16 in flight; a LIST takes about 0.15 ms per full pod it returns and 1 µs
+// per cached pod it scans.
 const (
-	costListItem = 1.0 / 20
-	costScanItem = 1.0 / 5000
+	costListItem = 1.0 / 8
+	costScanItem = 1.0 / 1000
 	// A selector LIST may return at most this many pods per candidate it covers, so a selector
 	// never reads much more than the candidates it stands for.
 	maxReturnedPerCandidate = 2
 	// maxSelectorLists bounds the LISTs one scan uses for candidates.
-	maxSelectorLists = 32
+	maxSelectorLists = 5000
 )
 
 // selectorRead is one LIST that reads candidates together: the pods of a namespace ("" for the
@@ -84,38 +90,88 @@ func (r selectorRead) selector(scope string) string {
 	return sel
 }
 
+// selectorOption is a label pair, in a namespace or the whole scope, that candidates carry.
+type selectorOption struct {
+	ns, k, v string
+	members  []int // indexes of the candidates carrying it
+	returns  int   // pods in scope that carry it (what the LIST returns)
+	scanned  int   // pods the apiserver matches it against
+	gain     float64
+}
+
+// gainOf is what reading the option's uncovered candidates with one LIST saves over GETs; it is
+// not positive when the LIST would return too much for what it covers.
+func (o *selectorOption) gainOf(covered []bool) float64 {
+	n := 0
+	for _, m := range o.members {
+		if !covered[m] {
+			n++
+		}
+	}
+	if n < 2 || o.returns > maxReturnedPerCandidate*n {
+		return 0
+	}
+	return float64(n) - 1 - costListItem*float64(o.returns) - costScanItem*float64(o.scanned)
+}
+
+type optionHeap []*selectorOption
+
+func (h optionHeap) Len() int { return len(h) }
+func (h optionHeap) Less(i, j int) bool {
+	if h[i].gain != h[j].gain {
+		return h[i].gain > h[j].gain
+	}
+	// Ties go to the narrower, then the lexically first selector, so a plan is stable.
+	a, b := h[i], h[j]
+	if a.ns != b.ns {
+		return a.ns > b.ns
+	}
+	if a.k != b.k {
+		return a.k < b.k
+	}
+	return a.v < b.v
+}
+func (h optionHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *optionHeap) Push(x any)   { *h = append(*h, x.(*selectorOption)) }
+func (h *optionHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
 // planCandidateReads splits the candidates into LISTs by label selector and single GETs. The
 // metadata snapshot holds every pod's labels, so the number of pods a selector returns is known
 // before it is sent: a selector is used when it covers several candidates, returns few other pods,
-// and costs less than the GETs it replaces.
+// and costs less than the GETs it replaces. Options are picked greedily, best saving first (a
+// lazy greedy: an option's saving only shrinks as others cover its candidates).
 func planCandidateReads(all, cands []*corev1.Pod, scoped bool) (lists []selectorRead, gets []*corev1.Pod) {
 	type pairKey struct{ ns, k, v string }
-	remaining := make(map[types.UID]*corev1.Pod, len(cands))
-	for _, p := range cands {
-		remaining[p.UID] = p
-	}
-	nsOf := func(p *corev1.Pod) []string {
-		if scoped {
-			return []string{""}
-		}
-		return []string{"", p.Namespace}
-	}
-	// Pairs on at least two candidates are the only ones that can replace a GET.
-	onCands := map[pairKey]int{}
-	for _, p := range cands {
+	options := map[pairKey]*selectorOption{}
+	for i, p := range cands {
 		for k, v := range p.Labels {
 			if v == "" {
 				continue
 			}
-			for _, ns := range nsOf(p) {
-				onCands[pairKey{ns, k, v}]++
+			keys := []pairKey{{"", k, v}}
+			if !scoped {
+				keys = append(keys, pairKey{p.Namespace, k, v})
+			}
+			for _, pk := range keys {
+				o := options[pk]
+				if o == nil {
+					o = &selectorOption{ns: pk.ns, k: k, v: v}
+					options[pk] = o
+				}
+				o.members = append(o.members, i)
 			}
 		}
 	}
-	// byKey[k][v] is the set of namespaces ("" included) where the pair is of interest.
+	// Only pairs on two candidates or more can replace a GET; byKey indexes them for the count.
 	byKey := map[string]map[string]bool{}
-	for pk, n := range onCands {
-		if n < 2 {
+	for pk, o := range options {
+		if len(o.members) < 2 {
+			delete(options, pk)
 			continue
 		}
 		if byKey[pk.k] == nil {
@@ -123,11 +179,10 @@ func planCandidateReads(all, cands []*corev1.Pod, scoped bool) (lists []selector
 		}
 		byKey[pk.k][pk.v] = true
 	}
-	if len(byKey) == 0 {
+	if len(options) == 0 {
 		return nil, cands
 	}
-	// One pass over every pod counts what each pair of interest returns and scans.
-	returns := map[pairKey]int{}
+	// One pass over every pod counts what each option returns and scans.
 	nsPods := map[string]int{}
 	for _, p := range all {
 		nsPods[p.Namespace]++
@@ -136,65 +191,52 @@ func planCandidateReads(all, cands []*corev1.Pod, scoped bool) (lists []selector
 			if !ok || !vals[v] {
 				continue
 			}
-			returns[pairKey{"", k, v}]++
-			if !scoped {
-				returns[pairKey{p.Namespace, k, v}]++
+			if o := options[pairKey{"", k, v}]; o != nil {
+				o.returns++
+			}
+			if o := options[pairKey{p.Namespace, k, v}]; o != nil && !scoped {
+				o.returns++
 			}
 		}
 	}
-	for len(lists) < maxSelectorLists && len(remaining) > 1 {
-		covers := map[pairKey]int{}
-		for _, p := range remaining {
-			for k, v := range p.Labels {
-				if byKey[k][v] {
-					for _, ns := range nsOf(p) {
-						covers[pairKey{ns, k, v}]++
-					}
-				}
-			}
+	covered := make([]bool, len(cands))
+	h := make(optionHeap, 0, len(options))
+	for _, o := range options {
+		o.scanned = len(all)
+		if o.ns != "" {
+			o.scanned = nsPods[o.ns]
 		}
-		best, bestGain := pairKey{}, 0.0
-		for pk, n := range covers {
-			ret := returns[pk]
-			if n < 2 || ret > maxReturnedPerCandidate*n {
-				continue
-			}
-			scanned := len(all)
-			if pk.ns != "" {
-				scanned = nsPods[pk.ns]
-			}
-			gain := float64(n) - 1 - costListItem*float64(ret) - costScanItem*float64(scanned)
-			// Ties go to the narrower, then the lexically first selector, so a plan is stable.
-			if gain > bestGain || (gain == bestGain && gain > 0 && lessPair(pk.ns, pk.k, pk.v, best.ns, best.k, best.v)) {
-				best, bestGain = pk, gain
-			}
-		}
-		if bestGain <= 0 {
-			break
-		}
-		lists = append(lists, selectorRead{namespace: best.ns, key: best.k, value: best.v, covers: covers[best], returns: returns[best]})
-		for uid, p := range remaining {
-			if p.Labels[best.k] == best.v && (best.ns == "" || p.Namespace == best.ns) {
-				delete(remaining, uid)
-			}
+		if o.gain = o.gainOf(covered); o.gain > 0 {
+			h = append(h, o)
 		}
 	}
-	for _, p := range cands {
-		if _, ok := remaining[p.UID]; ok {
+	heap.Init(&h)
+	for h.Len() > 0 && len(lists) < maxSelectorLists {
+		o := heap.Pop(&h).(*selectorOption)
+		g := o.gainOf(covered)
+		if g <= 0 {
+			continue
+		}
+		if g < o.gain && h.Len() > 0 && g < h[0].gain {
+			o.gain = g // others covered some of it since: compare again
+			heap.Push(&h, o)
+			continue
+		}
+		n := 0
+		for _, m := range o.members {
+			if !covered[m] {
+				covered[m] = true
+				n++
+			}
+		}
+		lists = append(lists, selectorRead{namespace: o.ns, key: o.k, value: o.v, covers: n, returns: o.returns})
+	}
+	for i, p := range cands {
+		if !covered[i] {
 			gets = append(gets, p)
 		}
 	}
 	return lists, gets
-}
-
-func lessPair(ns1, k1, v1, ns2, k2, v2 string) bool {
-	if ns1 != ns2 {
-		return ns1 > ns2 // a namespace before the whole scope
-	}
-	if k1 != k2 {
-		return k1 < k2
-	}
-	return v1 < v2
 }
 
 // readCandidates reads the full objects of the pods the checks asked for: by the selector LISTs
@@ -214,13 +256,24 @@ func (col *collector) readCandidates(ctx context.Context, uids []types.UID) erro
 	}
 	lists, gets := planCandidateReads(col.snap.Pods, cands, col.namespace() != "")
 	var (
-		wg    sync.WaitGroup
-		sem   = make(chan struct{}, col.opts.Concurrency*2)
-		mu    sync.Mutex
-		full  []*corev1.Pod
-		errs  []string
-		nGets int
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, col.opts.Concurrency*2)
+		mu   sync.Mutex
+		full []*corev1.Pod
+		seen = map[types.UID]bool{}
+		errs []string
+		in   = newInterner()
 	)
+	keep := func(p *corev1.Pod) {
+		mu.Lock()
+		defer mu.Unlock()
+		if seen[p.UID] { // a LIST also returns candidates another read covers
+			return
+		}
+		seen[p.UID] = true
+		in.managedFields(&p.ObjectMeta)
+		full = append(full, p)
+	}
 	fail := func(err error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -234,22 +287,15 @@ func (col *collector) readCandidates(ctx context.Context, uids []types.UID) erro
 			if ns == "" {
 				ns = col.namespace()
 			}
-			got, err := col.c.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{
-				LabelSelector: l.selector(col.opts.Scope.LabelSelector),
-				// Unpaginated: the plan bounds what it returns, and a resourceVersion lets the
-				// apiserver answer from its cache.
-				ResourceVersion: col.podsRV, ResourceVersionMatch: resourceVersionMatch(col.podsRV),
+			// A resourceVersion lets the apiserver answer from its cache. Pods no check asked for
+			// are skipped undecoded.
+			opts := metav1.ListOptions{LabelSelector: l.selector(col.opts.Scope.LabelSelector),
+				ResourceVersion: col.podsRV, ResourceVersionMatch: resourceVersionMatch(col.podsRV)}
+			err := col.streamPods(ctx, ns, opts, col.podPageSize, fullListAccept, func(body io.Reader, listMeta func(*metav1.ListMeta)) error {
+				return decodePodPage(body, listMeta, want, keep)
 			})
 			if err != nil {
 				fail(readErr("list", "pods -l "+l.key+"="+l.value, err))
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for i := range got.Items {
-				if p := &got.Items[i]; want[p.UID] {
-					full = append(full, p)
-				}
 			}
 		})
 	}
@@ -258,16 +304,13 @@ func (col *collector) readCandidates(ctx context.Context, uids []types.UID) erro
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			got, err := col.c.Kube.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{ResourceVersion: col.podsRV})
-			mu.Lock()
-			defer mu.Unlock()
-			nGets++
 			switch {
 			case apierrors.IsNotFound(err):
 				// Deleted since the list: nothing left to diagnose.
 			case err != nil:
-				errs = append(errs, readErr("get", "pods", err).Error())
+				fail(readErr("get", "pods", err))
 			case got.UID == p.UID:
-				full = append(full, got)
+				keep(got)
 			}
 		})
 	}
@@ -291,31 +334,62 @@ func resourceVersionMatch(rv string) metav1.ResourceVersionMatch {
 	return metav1.ResourceVersionMatchNotOlderThan
 }
 
-// interner shares the strings that repeat across many objects' metadata: a metadata-only list
-// decodes every occurrence of a namespace, label or owner into its own allocation. Values unique
-// to one object (names, UIDs, annotation values) are left alone, so the table stays small.
-type interner struct{ m map[string]string }
+// interner shares what repeats across many pods' metadata: a metadata-only list decodes every
+// occurrence of a namespace, label or owner into its own allocation. Identical label sets (the pods
+// of one ReplicaSet) share one map and identical owner references one slice; other strings that
+// repeat (namespaces, label and annotation keys, owners) are shared one by one. Values unique to
+// one pod (names, UIDs, annotation values) are left alone, so the tables stay small. The snapshot is
+// read-only, so sharing is invisible to the checks.
+type interner struct {
+	strs   map[string]string
+	labels map[uint64][]map[string]string
+	owners map[types.UID][][]metav1.OwnerReference
+	fields map[uint64][][]byte
+	seed   maphash.Seed
+}
 
-func newInterner() *interner { return &interner{m: map[string]string{}} }
+func newInterner() *interner {
+	return &interner{strs: map[string]string{}, labels: map[uint64][]map[string]string{}, owners: map[types.UID][][]metav1.OwnerReference{},
+		fields: map[uint64][][]byte{}, seed: maphash.MakeSeed()}
+}
+
+// managedFields shares the field sets of managedFields entries: the pods of one workload have
+// the same ones, written by the same managers, and they are most of a full pod's metadata.
+func (in *interner) managedFields(m *metav1.ObjectMeta) {
+	for i := range m.ManagedFields {
+		e := &m.ManagedFields[i]
+		e.Manager, e.APIVersion, e.FieldsType, e.Subresource = in.str(e.Manager), in.str(e.APIVersion), in.str(e.FieldsType), in.str(e.Subresource)
+		if e.FieldsV1 == nil || len(e.FieldsV1.Raw) == 0 {
+			continue
+		}
+		raw := e.FieldsV1.Raw
+		h := maphash.Bytes(in.seed, raw)
+		shared := false
+		for _, cand := range in.fields[h] {
+			if bytes.Equal(cand, raw) {
+				e.FieldsV1 = &metav1.FieldsV1{Raw: cand}
+				shared = true
+				break
+			}
+		}
+		if !shared {
+			in.fields[h] = append(in.fields[h], raw)
+		}
+	}
+}
 
 func (in *interner) str(s string) string {
-	if v, ok := in.m[s]; ok {
+	if v, ok := in.strs[s]; ok {
 		return v
 	}
-	in.m[s] = s
+	in.strs[s] = s
 	return s
 }
 
 func (in *interner) meta(m *metav1.ObjectMeta) {
 	m.Namespace = in.str(m.Namespace)
 	m.GenerateName = in.str(m.GenerateName)
-	if len(m.Labels) > 0 {
-		labels := make(map[string]string, len(m.Labels))
-		for k, v := range m.Labels {
-			labels[in.str(k)] = in.str(v)
-		}
-		m.Labels = labels
-	}
+	m.Labels = in.labelSet(m.Labels)
 	if len(m.Annotations) > 0 {
 		annotations := make(map[string]string, len(m.Annotations))
 		for k, v := range m.Annotations {
@@ -323,12 +397,72 @@ func (in *interner) meta(m *metav1.ObjectMeta) {
 		}
 		m.Annotations = annotations
 	}
-	for i := range m.OwnerReferences {
-		r := &m.OwnerReferences[i]
-		r.APIVersion, r.Kind, r.Name = in.str(r.APIVersion), in.str(r.Kind), in.str(r.Name)
-		r.UID = types.UID(in.str(string(r.UID)))
-	}
+	m.OwnerReferences = in.ownerRefs(m.OwnerReferences)
 	for i, f := range m.Finalizers {
 		m.Finalizers[i] = in.str(f)
 	}
 }
+
+// labelSet returns a shared map equal to labels. The hash is order-independent, so no sorting.
+func (in *interner) labelSet(labels map[string]string) map[string]string {
+	if len(labels) == 0 {
+		return labels
+	}
+	var h uint64
+	for k, v := range labels {
+		h += hashPair(k, v)
+	}
+	for _, cand := range in.labels[h] {
+		if maps.Equal(cand, labels) {
+			return cand
+		}
+	}
+	shared := make(map[string]string, len(labels))
+	for k, v := range labels {
+		shared[in.str(k)] = in.str(v)
+	}
+	in.labels[h] = append(in.labels[h], shared)
+	return shared
+}
+
+// hashPair is FNV-1a of key, a separator and value, mixed so that sums of pairs rarely collide.
+func hashPair(k, v string) uint64 {
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(k); i++ {
+		h = (h ^ uint64(k[i])) * prime
+	}
+	h = (h ^ 0xff) * prime
+	for i := 0; i < len(v); i++ {
+		h = (h ^ uint64(v[i])) * prime
+	}
+	return h ^ (h >> 31)
+}
+
+// ownerRefs returns a shared slice equal to refs, keyed by the first owner's UID.
+func (in *interner) ownerRefs(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	if len(refs) == 0 {
+		return refs
+	}
+	uid := refs[0].UID
+	for _, cand := range in.owners[uid] {
+		if slices.EqualFunc(cand, refs, ownerRefEqual) {
+			return cand
+		}
+	}
+	shared := slices.Clone(refs)
+	for i := range shared {
+		r := &shared[i]
+		r.APIVersion, r.Kind, r.Name = in.str(r.APIVersion), in.str(r.Kind), in.str(r.Name)
+		r.UID = types.UID(in.str(string(r.UID)))
+	}
+	in.owners[uid] = append(in.owners[uid], shared)
+	return shared
+}
+
+func ownerRefEqual(a, b metav1.OwnerReference) bool {
+	return a.UID == b.UID && a.APIVersion == b.APIVersion && a.Kind == b.Kind && a.Name == b.Name &&
+		boolPtrEqual(a.Controller, b.Controller) && boolPtrEqual(a.BlockOwnerDeletion, b.BlockOwnerDeletion)
+}
+
+func boolPtrEqual(a, b *bool) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }

@@ -91,7 +91,9 @@ type Snapshot struct {
 	Scope         Scope
 	Settings      Settings
 
-	// Pods is every pod in scope. Pods not also in FullPods carry only metadata.
+	// Pods is every pod in scope. Pods not also in FullPods carry only metadata, without
+	// managedFields (FullPods have them), and may share label maps and ownerReferences slices
+	// with each other: like everything in a snapshot, they are read-only.
 	Pods []*corev1.Pod
 	// FullPods holds the complete objects of the candidate pods.
 	FullPods    []*corev1.Pod

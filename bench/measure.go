@@ -1,0 +1,383 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// sample is one measured run.
+type sample struct {
+	wall time.Duration
+	// cpu is user plus system time of the process (0 for in-process runs).
+	cpu time.Duration
+	// maxRSS is the peak resident set size in bytes, from the OS (0 for in-process runs).
+	maxRSS int64
+	// reads is what the apiserver served during the run.
+	reads apiReads
+	exit  int
+	// failed is a baseline run that did not complete (out of memory under the cap).
+	failed bool
+}
+
+// apiReads counts the requests and response bytes the apiserver served, from its metrics.
+type apiReads struct {
+	requests int64
+	bytes    int64
+	// podRequests and podBytes are the part for the pods resource (not its subresources).
+	podRequests int64
+	podBytes    int64
+	// podLists and podGets split podRequests by verb.
+	podLists, podGets int64
+}
+
+// metrics is a scrape of the counters apiReads is computed from.
+type metrics struct {
+	// requests and bytes are keyed by "verb resource subresource".
+	requests map[string]float64
+	bytes    map[string]float64
+}
+
+// scrape reads the apiserver's request counters and response-size sums.
+func scrape(ctx context.Context, kube kubernetes.Interface) (metrics, error) {
+	raw, err := kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return metrics{}, fmt.Errorf("scrape apiserver metrics: %w", err)
+	}
+	m := metrics{requests: map[string]float64{}, bytes: map[string]float64{}}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		var into map[string]float64
+		switch {
+		case strings.HasPrefix(line, "apiserver_request_total{"):
+			into = m.requests
+		case strings.HasPrefix(line, "apiserver_response_sizes_sum{"):
+			into = m.bytes
+		default:
+			continue
+		}
+		open, end := strings.IndexByte(line, '{'), strings.LastIndexByte(line, '}')
+		if open < 0 || end < open {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
+		if err != nil {
+			continue
+		}
+		labels := parseLabels(line[open+1 : end])
+		into[labels["verb"]+" "+labels["resource"]+" "+labels["subresource"]] += v
+	}
+	return m, sc.Err()
+}
+
+// parseLabels parses `a="x",b="y"` (label values here never contain quotes or commas).
+func parseLabels(s string) map[string]string {
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok {
+			out[k] = strings.Trim(v, `"`)
+		}
+	}
+	return out
+}
+
+// since returns what was served between an earlier scrape and this one. Requests for no resource
+// (discovery, /version) count too, less the earlier scrape itself, which is recorded after it
+// answered.
+func (m metrics) since(before metrics) apiReads {
+	var r apiReads
+	for k, v := range m.requests {
+		n := int64(v - before.requests[k] + 0.5)
+		parts := strings.SplitN(k, " ", 3)
+		if parts[1] == "" && parts[2] == "" && parts[0] == "GET" {
+			n-- // the scrape before the run
+		}
+		if n <= 0 {
+			continue
+		}
+		r.requests += n
+		if parts[1] == "pods" && parts[2] == "" {
+			r.podRequests += n
+			switch parts[0] {
+			case "LIST":
+				r.podLists += n
+			case "GET":
+				r.podGets += n
+			}
+		}
+	}
+	for k, v := range m.bytes {
+		n := int64(v - before.bytes[k] + 0.5)
+		if n <= 0 {
+			continue
+		}
+		r.bytes += n
+		if parts := strings.SplitN(k, " ", 3); parts[1] == "pods" && parts[2] == "" {
+			r.podBytes += n
+		}
+	}
+	return r
+}
+
+// runner runs the measured commands against one cluster.
+type runner struct {
+	kube       kubernetes.Interface
+	restConfig *rest.Config
+	kubeconfig string
+	kubectl    string
+	plugin     string
+	home       string
+	// rawKubeconfig is kubeconfig with compression disabled, to count uncompressed bytes.
+	rawKubeconfig string
+	// baselineLimit caps the baseline's address space (bytes, 0: none), so a kubectl that needs
+	// more memory than the machine has fails by itself instead of pushing it into the OOM killer.
+	baselineLimit int64
+}
+
+// command runs bin once with stdout to the given file and returns its wall time, CPU time, peak
+// RSS and the API reads it caused.
+func (r *runner) command(ctx context.Context, stdout *os.File, kubeconfig, bin string, args ...string) (sample, error) {
+	before, err := scrape(ctx, r.kube)
+	if err != nil {
+		return sample{}, err
+	}
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = []string{"KUBECONFIG=" + kubeconfig, "HOME=" + r.home, "NO_COLOR=1"}
+	for _, kv := range os.Environ() {
+		switch k, _, _ := strings.Cut(kv, "="); k {
+		case "KUBECONFIG", "HOME", "NO_COLOR", "GOGC", "GOMEMLIMIT", "GODEBUG":
+			// Set above, or tuning meant for the control plane only.
+		default:
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Stdout, cmd.Stderr = stdout, &stderr
+	began := time.Now()
+	err = cmd.Run()
+	wall := time.Since(began)
+	s := sample{wall: wall}
+	if cmd.ProcessState != nil {
+		s.exit = cmd.ProcessState.ExitCode()
+		s.maxRSS = maxRSS(cmd.ProcessState)
+		s.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	if err != nil && cmd.ProcessState == nil {
+		return s, fmt.Errorf("run %s: %w", bin, err)
+	}
+	after, err := scrape(ctx, r.kube)
+	if err != nil {
+		return s, err
+	}
+	s.reads = after.since(before)
+	if stderr.Len() > 0 && s.exit != 0 && s.exit != 2 {
+		return s, fmt.Errorf("%s %s: exit %d: %s", bin, strings.Join(args, " "), s.exit, lastLines(stderr.String(), 10))
+	}
+	return s, nil
+}
+
+// baseline is the command a user would type instead of the scan.
+func (r *runner) baseline(ctx context.Context) (sample, error) {
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return sample{}, err
+	}
+	defer devnull.Close()
+	bin, args := r.kubectl, []string{"get", "pods", "-A", "-o", "json"}
+	if r.baselineLimit > 0 {
+		prlimit, err := exec.LookPath("prlimit")
+		if err != nil {
+			return sample{}, fmt.Errorf("-baseline-limit needs prlimit (util-linux): %w", err)
+		}
+		bin, args = prlimit, append([]string{"--as=" + strconv.FormatInt(r.baselineLimit, 10), "--", r.kubectl}, args...)
+	}
+	s, err := r.command(ctx, devnull, r.kubeconfig, bin, args...)
+	if err == nil && s.exit != 0 {
+		if r.baselineLimit > 0 {
+			s.failed = true // out of address space under the cap; reported as such
+			return s, nil
+		}
+		err = fmt.Errorf("kubectl get pods exited %d", s.exit)
+	}
+	return s, err
+}
+
+// scan runs the plugin; exit 2 (findings at or above --fail-on) is a successful scan.
+func (r *runner) scan(ctx context.Context, out *os.File, extra ...string) (sample, error) {
+	if out == nil {
+		devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		if err != nil {
+			return sample{}, err
+		}
+		defer devnull.Close()
+		out = devnull
+	}
+	s, err := r.command(ctx, out, r.kubeconfig, r.plugin, append([]string{"scan", "-A", "-o", "json"}, extra...)...)
+	if err == nil && s.exit != 0 && s.exit != 2 {
+		err = fmt.Errorf("scan exited %d", s.exit)
+	}
+	return s, err
+}
+
+// scanRaw runs the scan once without gzip (disable-compression in its kubeconfig), so the
+// apiserver's byte counts are the uncompressed payload.
+func (r *runner) scanRaw(ctx context.Context) (sample, error) {
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return sample{}, err
+	}
+	defer devnull.Close()
+	s, err := r.command(ctx, devnull, r.rawKubeconfig, r.plugin, "scan", "-A", "-o", "json")
+	if err == nil && s.exit != 0 && s.exit != 2 {
+		err = fmt.Errorf("scan exited %d", s.exit)
+	}
+	return s, err
+}
+
+// baselineRawBytes is the size of every pod in JSON without gzip: what kubectl's pages add up to
+// when compression is off, read in one LIST and thrown away.
+func (r *runner) baselineRawBytes(ctx context.Context) (int64, error) {
+	cfg := rest.CopyConfig(r.restConfig)
+	cfg.DisableCompression = true
+	rt, err := rest.TransportFor(cfg)
+	if err != nil {
+		return 0, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(cfg.Host, "/")+"/api/v1/pods", nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return 0, fmt.Errorf("list pods in JSON: %w", err)
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("list pods in JSON: %s", resp.Status)
+	}
+	return n, err
+}
+
+// writeRawKubeconfig writes a copy of kubeconfig with compression disabled for every cluster.
+func writeRawKubeconfig(kubeconfig, path string) error {
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		return err
+	}
+	for _, c := range cfg.Clusters {
+		c.DisableCompression = true
+	}
+	return clientcmd.WriteToFile(*cfg, path)
+}
+
+// checkIDs returns the IDs of the plugin's checks.
+func (r *runner) checkIDs(ctx context.Context) ([]string, error) {
+	out, err := exec.CommandContext(ctx, r.plugin, "checks", "-o", "json").Output()
+	if err != nil {
+		return nil, fmt.Errorf("list checks: %w", err)
+	}
+	var doc struct {
+		Checks []struct {
+			ID string `json:"id"`
+		} `json:"checks"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		return nil, fmt.Errorf("decode checks: %w", err)
+	}
+	var ids []string
+	for _, c := range doc.Checks {
+		ids = append(ids, c.ID)
+	}
+	return ids, nil
+}
+
+// floor is one LIST of every pod, metadata-only, in protobuf, unpaginated and uncompressed, its
+// body read and thrown away: the server's share of any pod scan, as
+// `curl -H 'Accept: application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1' $APISERVER/api/v1/pods`
+// would measure it.
+//
+// With gzip, the same LIST with `Accept-Encoding: gzip`, its compressed body read and thrown
+// away: the server's share including the compression kubectl and the plugin ask for.
+func (r *runner) floor(ctx context.Context, gzip bool) (sample, error) {
+	cfg := rest.CopyConfig(r.restConfig)
+	cfg.DisableCompression = true
+	rt, err := rest.TransportFor(cfg)
+	if err != nil {
+		return sample{}, fmt.Errorf("floor transport: %w", err)
+	}
+	before, err := scrape(ctx, r.kube)
+	if err != nil {
+		return sample{}, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(cfg.Host, "/")+"/api/v1/pods", nil)
+	if err != nil {
+		return sample{}, err
+	}
+	req.Header.Set("Accept", "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1")
+	if gzip {
+		// Set by hand, so the transport leaves the body compressed.
+		req.Header.Set("Accept-Encoding", "gzip")
+	}
+	began := time.Now()
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return sample{}, fmt.Errorf("floor list: %w", err)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	wall := time.Since(began)
+	if err != nil {
+		return sample{}, fmt.Errorf("floor list: read body: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return sample{}, fmt.Errorf("floor list: %s", resp.Status)
+	}
+	after, err := scrape(ctx, r.kube)
+	if err != nil {
+		return sample{}, err
+	}
+	s := sample{wall: wall, reads: after.since(before)}
+	// The client's count is exact; the server's should agree.
+	s.reads.bytes, s.reads.podBytes = n, n
+	return s, nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// median returns the median of xs by key (the lower middle for an even count).
+func median[T any](xs []T, key func(T) float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	vs := make([]float64, len(xs))
+	for i, x := range xs {
+		vs[i] = key(x)
+	}
+	sort.Float64s(vs)
+	return vs[(len(vs)-1)/2]
+}

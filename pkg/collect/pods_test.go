@@ -1,0 +1,193 @@
+package collect
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func metaPod(ns, name string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "/" + name), Labels: labels}}
+}
+
+// group returns n pods of one workload in ns, labelled as its controller would.
+func group(ns, app string, n int) []*corev1.Pod {
+	var out []*corev1.Pod
+	for i := range n {
+		out = append(out, metaPod(ns, fmt.Sprintf("%s-%d", app, i), map[string]string{"app": app, "tier": "web"}))
+	}
+	return out
+}
+
+func TestPlanCandidateReads(t *testing.T) {
+	// 40 namespaces of 3 workloads x 10 pods; every pod has tier=web.
+	var all []*corev1.Pod
+	for n := range 40 {
+		for _, app := range []string{"a", "b", "c"} {
+			all = append(all, group(fmt.Sprintf("ns-%02d", n), fmt.Sprintf("%s%02d", app, n), 10)...)
+		}
+	}
+	byName := map[string]*corev1.Pod{}
+	for _, p := range all {
+		byName[p.Namespace+"/"+p.Name] = p
+	}
+	pick := func(names ...string) []*corev1.Pod {
+		var out []*corev1.Pod
+		for _, n := range names {
+			out = append(out, byName[n])
+		}
+		return out
+	}
+	workload := func(ns, app string) []string {
+		var out []string
+		for i := range 10 {
+			out = append(out, fmt.Sprintf("%s/%s-%d", ns, app, i))
+		}
+		return out
+	}
+	tests := []struct {
+		name      string
+		cands     []*corev1.Pod
+		scoped    bool
+		wantLists []string // namespace/key=value
+		wantGets  int
+	}{
+		{name: "one pod: a GET", cands: pick("ns-00/a00-3"), wantGets: 1},
+		{name: "scattered pods: GETs, since the labels they share select many other pods",
+			cands: pick("ns-00/a00-1", "ns-01/b01-2", "ns-02/c02-3", "ns-02/a02-4"), wantGets: 4},
+		{name: "all pods of a workload: one LIST in its namespace",
+			cands: pick(workload("ns-05", "b05")...), wantLists: []string{"ns-05/app=b05"}},
+		{name: "two workloads and a stray pod",
+			cands:     append(append(pick(workload("ns-05", "b05")...), pick(workload("ns-07", "c07")...)...), byName["ns-09/a09-0"]),
+			wantLists: []string{"ns-05/app=b05", "ns-07/app=c07"}, wantGets: 1},
+		{name: "half of a workload: still one LIST (returns at most twice what it covers)",
+			cands: pick(workload("ns-05", "b05")[:5]...), wantLists: []string{"ns-05/app=b05"}},
+		{name: "two pods of a workload: GETs (a LIST would return five times as many pods)",
+			cands: pick(workload("ns-05", "b05")[:2]...), wantGets: 2},
+		{name: "namespace scope: selectors without a namespace",
+			cands: pick(workload("ns-05", "b05")...), scoped: true, wantLists: []string{"/app=b05"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			scope := all
+			if tt.scoped {
+				scope = nil
+				for _, p := range all {
+					if p.Namespace == "ns-05" {
+						scope = append(scope, p)
+					}
+				}
+			}
+			lists, gets := planCandidateReads(scope, tt.cands, tt.scoped)
+			var got []string
+			covered := 0
+			for _, l := range lists {
+				got = append(got, l.namespace+"/"+l.key+"="+l.value)
+				covered += l.covers
+			}
+			sort.Strings(got)
+			if !reflect.DeepEqual(got, tt.wantLists) {
+				t.Errorf("lists = %v, want %v", got, tt.wantLists)
+			}
+			if len(gets) != tt.wantGets {
+				t.Errorf("%d GETs, want %d", len(gets), tt.wantGets)
+			}
+			if covered+len(gets) != len(tt.cands) {
+				t.Errorf("lists cover %d and GETs read %d of %d candidates", covered, len(gets), len(tt.cands))
+			}
+		})
+	}
+}
+
+func TestPlanCandidateReadsScopeWideSelector(t *testing.T) {
+	// 200 candidates across namespaces carry a label no other pod has: one LIST over the scope
+	// beats 200 GETs even though it scans every pod.
+	var all, cands []*corev1.Pod
+	for i := range 5000 {
+		labels := map[string]string{"app": fmt.Sprintf("app-%d", i/10)}
+		if i%25 == 0 {
+			labels["lifecycle"] = "PreparingNormal"
+		}
+		p := metaPod(fmt.Sprintf("ns-%d", i%50), fmt.Sprintf("p-%d", i), labels)
+		all = append(all, p)
+		if i%25 == 0 {
+			cands = append(cands, p)
+		}
+	}
+	lists, gets := planCandidateReads(all, cands, false)
+	if len(lists) != 1 || lists[0].namespace != "" || lists[0].key != "lifecycle" || lists[0].covers != len(cands) || len(gets) != 0 {
+		t.Fatalf("lists = %+v, %d GETs; want one scope-wide LIST of lifecycle=PreparingNormal", lists, len(gets))
+	}
+	if got := lists[0].selector("team=a"); got != "lifecycle=PreparingNormal,team=a" {
+		t.Errorf("selector with the scan's own -l = %q", got)
+	}
+}
+
+func TestInternerSharesWithoutChangingValues(t *testing.T) {
+	in := newInterner()
+	ctrl := true
+	owner := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-5d8", UID: "rs-1", Controller: &ctrl}
+	mk := func(name string, labels map[string]string) *metav1.ObjectMeta {
+		// Fresh copies, as a decoder returns them.
+		l := map[string]string{}
+		for k, v := range labels {
+			l[k] = v
+		}
+		return &metav1.ObjectMeta{Name: name, Namespace: string([]byte("shop")), Labels: l,
+			Annotations: map[string]string{"cni/ip": name + "-ip"}, OwnerReferences: []metav1.OwnerReference{owner}}
+	}
+	a := mk("web-1", map[string]string{"app": "web", "pod-template-hash": "5d8"})
+	b := mk("web-2", map[string]string{"app": "web", "pod-template-hash": "5d8"})
+	c := mk("web-3", map[string]string{"app": "web", "pod-template-hash": "6f9"})
+	want := []*metav1.ObjectMeta{a.DeepCopy(), b.DeepCopy(), c.DeepCopy()}
+	for _, m := range []*metav1.ObjectMeta{a, b, c} {
+		in.meta(m)
+	}
+	for i, m := range []*metav1.ObjectMeta{a, b, c} {
+		if !reflect.DeepEqual(m, want[i]) {
+			t.Errorf("interned metadata changed:\n got %+v\nwant %+v", m, want[i])
+		}
+	}
+	if reflect.ValueOf(a.Labels).UnsafePointer() != reflect.ValueOf(b.Labels).UnsafePointer() {
+		t.Error("equal label sets are not shared")
+	}
+	if reflect.ValueOf(a.Labels).UnsafePointer() == reflect.ValueOf(c.Labels).UnsafePointer() {
+		t.Error("different label sets share a map")
+	}
+	if &a.OwnerReferences[0] != &c.OwnerReferences[0] {
+		t.Error("equal owner references are not shared")
+	}
+	other := mk("web-4", nil)
+	other.OwnerReferences[0].Controller = nil
+	in.meta(other)
+	if other.OwnerReferences[0].Controller != nil || &other.OwnerReferences[0] == &a.OwnerReferences[0] {
+		t.Error("owner references that differ in controller are shared")
+	}
+}
+
+func TestInternerSharesManagedFieldSets(t *testing.T) {
+	in := newInterner()
+	entry := func(manager, fields string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+	}
+	a := &metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{entry("kubelet", `{"f:status":{}}`), entry("kcm", `{"f:spec":{}}`)}}
+	b := &metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{entry("kubelet", `{"f:status":{}}`), entry("kcm", `{"f:spec":{"f:x":{}}}`)}}
+	want := b.DeepCopy()
+	in.managedFields(a)
+	in.managedFields(b)
+	if !reflect.DeepEqual(b, want) {
+		t.Errorf("interned managedFields changed:\n got %+v\nwant %+v", b, want)
+	}
+	if &a.ManagedFields[0].FieldsV1.Raw[0] != &b.ManagedFields[0].FieldsV1.Raw[0] {
+		t.Error("equal field sets are not shared")
+	}
+	if &a.ManagedFields[1].FieldsV1.Raw[0] == &b.ManagedFields[1].FieldsV1.Raw[0] {
+		t.Error("different field sets share bytes")
+	}
+}

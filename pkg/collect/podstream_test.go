@@ -1,0 +1,162 @@
+package collect
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// encodedList is a PartialObjectMetadataList as the apiserver sends it in protobuf: the magic,
+// then a runtime.Unknown whose raw field holds the list.
+func encodedList(t *testing.T, l *metav1.PartialObjectMetadataList) []byte {
+	t.Helper()
+	raw, err := l.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadataList"},
+		Raw: raw, ContentType: "application/vnd.kubernetes.protobuf"}
+	env, err := u.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]byte(protoMagic), env...)
+}
+
+func testList(n int, cont string) *metav1.PartialObjectMetadataList {
+	l := &metav1.PartialObjectMetadataList{ListMeta: metav1.ListMeta{ResourceVersion: "42", Continue: cont}}
+	for i := range n {
+		ctrl := true
+		l.Items = append(l.Items, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("web-%d", i), Namespace: "shop", UID: types.UID(fmt.Sprintf("uid-%d", i)), ResourceVersion: "7",
+			Labels: map[string]string{"app": "web"}, Annotations: map[string]string{"note": "x"}, Finalizers: []string{"example.com/f"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-5d8", UID: "rs", Controller: &ctrl}},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate,
+				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{}}}`)}}},
+		}})
+	}
+	return l
+}
+
+func TestDecodeMetaPage(t *testing.T) {
+	want := testList(3, "next-page")
+	pb := encodedList(t, want)
+	js, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string][]byte{"protobuf": pb, "json": js} {
+		t.Run(name, func(t *testing.T) {
+			var (
+				lists []metav1.ListMeta
+				items []metav1.ObjectMeta
+				item  metav1.ObjectMeta
+			)
+			err := decodeMetaPage(bytes.NewReader(body), &item, func(l *metav1.ListMeta) { lists = append(lists, *l) },
+				func(m *metav1.ObjectMeta) { items = append(items, *m) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(lists) != 1 || lists[0].Continue != "next-page" || lists[0].ResourceVersion != "42" {
+				t.Errorf("list metadata = %+v", lists)
+			}
+			if len(items) != len(want.Items) {
+				t.Fatalf("%d items, want %d", len(items), len(want.Items))
+			}
+			for i, got := range items {
+				w := want.Items[i].ObjectMeta.DeepCopy()
+				w.ManagedFields = nil
+				if !reflect.DeepEqual(&got, w) {
+					t.Errorf("item %d:\n got %+v\nwant %+v", i, got, *w)
+				}
+			}
+		})
+	}
+}
+
+func TestDecodeMetaPageRejectsTruncatedStreams(t *testing.T) {
+	pb := encodedList(t, testList(3, ""))
+	for _, cut := range []int{len(pb) - 1, len(pb) / 2, len(protoMagic) + 3} {
+		var item metav1.ObjectMeta
+		n := 0
+		err := decodeMetaPage(bytes.NewReader(pb[:cut]), &item, func(*metav1.ListMeta) {}, func(*metav1.ObjectMeta) { n++ })
+		if err == nil {
+			t.Errorf("cut at %d of %d: no error (%d items)", cut, len(pb), n)
+		}
+	}
+}
+
+func TestDropField(t *testing.T) {
+	m := metav1.ObjectMeta{Name: "a", Labels: map[string]string{"k": "v"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m1"}, {Manager: "m2"}}}
+	raw, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got metav1.ObjectMeta
+	if err := got.Unmarshal(dropField(raw, fieldObjectManagedField)); err != nil {
+		t.Fatal(err)
+	}
+	m.ManagedFields = nil
+	if !reflect.DeepEqual(got, m) {
+		t.Errorf("got %+v, want %+v", got, m)
+	}
+}
+
+func TestStreamsLists(t *testing.T) {
+	for _, tc := range []struct {
+		major, minor string
+		want         bool
+	}{{"1", "37", true}, {"1", "33", true}, {"1", "33+", true}, {"1", "32", false}, {"1", "28+", false}, {"2", "0", true}, {"", "", false}} {
+		if got := streamsLists(tc.major, tc.minor); got != tc.want {
+			t.Errorf("streamsLists(%q, %q) = %v, want %v", tc.major, tc.minor, got, tc.want)
+		}
+	}
+}
+
+func TestDecodePodPageKeepsOnlyWantedPods(t *testing.T) {
+	l := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "9", Continue: "more"}}
+	for i := range 4 {
+		l.Items = append(l.Items, corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i), Namespace: "shop", UID: types.UID(fmt.Sprintf("uid-%d", i))},
+			Spec:       corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
+			Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+		})
+	}
+	raw, err := l.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := (&runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "v1", Kind: "PodList"}, Raw: raw}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.Marshal(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[types.UID]bool{"uid-1": true, "uid-3": true}
+	for name, body := range map[string][]byte{"protobuf": append([]byte(protoMagic), env...), "json": js} {
+		t.Run(name, func(t *testing.T) {
+			var cont string
+			var got []*corev1.Pod
+			if err := decodePodPage(bytes.NewReader(body), func(lm *metav1.ListMeta) { cont = lm.Continue }, want,
+				func(p *corev1.Pod) { got = append(got, p) }); err != nil {
+				t.Fatal(err)
+			}
+			if cont != "more" {
+				t.Errorf("continue = %q", cont)
+			}
+			if len(got) != 2 || !reflect.DeepEqual(*got[0], l.Items[1]) || !reflect.DeepEqual(*got[1], l.Items[3]) {
+				t.Errorf("kept %+v, want pods p1 and p3 whole", got)
+			}
+		})
+	}
+}
