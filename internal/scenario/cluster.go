@@ -30,11 +30,11 @@ const (
 // cluster: a node whose Lease is not renewed for this long turns Ready=Unknown (40s upstream).
 const NodeMonitorGracePeriod = 20 * time.Second
 
-// kwokStages are the pod stages kwok plays. kwok before v0.8 clears every finalizer when it
+// KwokStages are the pod stages kwok plays. kwok before v0.8 clears every finalizer when it
 // deletes a pod, which no kubelet does; these stages behave like a kubelet: a pod runs and becomes
 // Ready, and a pod being deleted is deleted with grace period 0 once "its containers stopped",
 // leaving any finalizer for its owner. Node stages stay kwok's defaults.
-const kwokStages = `apiVersion: kwok.x-k8s.io/v1alpha1
+const KwokStages = `apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
   name: pod-running
@@ -128,7 +128,7 @@ func ClusterOptions(dir string) (testcluster.Options, Files, error) {
 		return testcluster.Options{}, files, fmt.Errorf("scenario files: %w", err)
 	}
 	config := filepath.Join(dir, "kwok.yaml")
-	if err := os.WriteFile(config, []byte(kwokStages+fmt.Sprintf(kwokLogs, KruiseNamespace, managerContainer, files.ManagerLog)), 0o600); err != nil {
+	if err := os.WriteFile(config, []byte(KwokStages+fmt.Sprintf(kwokLogs, KruiseNamespace, managerContainer, files.ManagerLog)), 0o600); err != nil {
 		return testcluster.Options{}, files, fmt.Errorf("scenario files: %w", err)
 	}
 	cert, key, err := servingCert(dir)
