@@ -130,7 +130,7 @@ func expectationCandidates(s *snapshot.Snapshot) []types.UID {
 
 func (c expectationsUnsatisfied) Run(s *snapshot.Snapshot, threshold time.Duration) []report.Finding {
 	env := newKruiseEnv(s)
-	th := krThreshold(threshold, expectationsThreshold, env.expectationTimeout())
+	th := krThreshold(s, threshold, expectationsThreshold, env.expectationTimeout())
 	var out []report.Finding
 	for _, v := range frozenWorkloads(env, th) {
 		out = append(out, expectationsFinding(c.Info(), env, v))

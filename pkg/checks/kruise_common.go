@@ -212,14 +212,14 @@ func krRequeueFix(kind, namespace, name string) report.Fix {
 	}
 }
 
-// krThreshold is the age a condition must reach. The check's own default stands for "as
-// long as the manager's --expectation-timeout" (its wait before giving up on an expectation);
-// any other value came from --min-age and is used as given.
-func krThreshold(threshold, ownDefault, expectationTimeout time.Duration) time.Duration {
-	if threshold == ownDefault {
-		return expectationTimeout
+// krThreshold is the age a condition must reach. Without --min-age the check's own default
+// stands for "as long as the manager's --expectation-timeout" (its wait before giving up on an
+// expectation); a value from --min-age, even one equal to the default, is used as given.
+func krThreshold(s *snapshot.Snapshot, threshold, ownDefault, expectationTimeout time.Duration) time.Duration {
+	if s.Scope.MinAgeSet || threshold != ownDefault {
+		return threshold
 	}
-	return threshold
+	return expectationTimeout
 }
 
 // ---- managedFields ----

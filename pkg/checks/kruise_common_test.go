@@ -280,10 +280,13 @@ func ktExpect(t *testing.T, got []report.Finding, rootCause string, evidence []s
 }
 
 func TestKruiseThreshold(t *testing.T) {
-	if got := krThreshold(10*time.Minute, 10*time.Minute, 30*time.Second); got != 30*time.Second {
+	if got := krThreshold(&snapshot.Snapshot{Scope: snapshot.Scope{MinAgeSet: true}}, 10*time.Minute, 10*time.Minute, 30*time.Second); got != 10*time.Minute {
+		t.Errorf("an explicit --min-age equal to the default must be used as given, got %v", got)
+	}
+	if got := krThreshold(&snapshot.Snapshot{}, 10*time.Minute, 10*time.Minute, 30*time.Second); got != 30*time.Second {
 		t.Errorf("default threshold = %v, want the manager's expectation timeout", got)
 	}
-	if got := krThreshold(0, 10*time.Minute, 30*time.Second); got != 0 {
+	if got := krThreshold(&snapshot.Snapshot{}, 0, 10*time.Minute, 30*time.Second); got != 0 {
 		t.Errorf("--min-age 0s = %v, want 0", got)
 	}
 }

@@ -131,7 +131,7 @@ func (c stuckPreparingNormal) Run(s *snapshot.Snapshot, threshold time.Duration)
 	info := c.Info()
 	env := newKruiseEnv(s)
 	// The expectations verdict uses the threshold the expectations check would use in this scan.
-	expTh := krThreshold(threshold, preparingNormalThreshold, env.expectationTimeout())
+	expTh := krThreshold(s, threshold, preparingNormalThreshold, env.expectationTimeout())
 	var frozen map[types.UID]*frozenWorkload
 	var out []report.Finding
 	pods := append([]*corev1.Pod(nil), s.FullPods...)

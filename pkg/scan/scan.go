@@ -66,6 +66,7 @@ func Clients(cfg *rest.Config) (collect.Clients, error) {
 
 // Run collects and checks, returning the normalized report and the snapshot it was built from.
 func Run(ctx context.Context, c collect.Clients, opts Options) (*report.Report, *snapshot.Snapshot, error) {
+	opts.Scope.MinAgeSet = opts.MinAge >= 0
 	snap, err := collect.Collect(ctx, c, collect.Options{
 		Scope: opts.Scope, Settings: opts.Settings, PageSize: opts.PageSize,
 		Candidates: candidates(opts.Checks),

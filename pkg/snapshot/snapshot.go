@@ -58,6 +58,9 @@ type Scope struct {
 	AllNamespaces bool
 	// LabelSelector narrows the pods and workloads read.
 	LabelSelector string
+	// MinAgeSet is true when --min-age replaced the checks' own thresholds, so a check whose
+	// default comes from the cluster (a controller's timeout) knows the value was asked for.
+	MinAgeSet bool
 }
 
 // Settings are where the checks look for the controllers they diagnose.
