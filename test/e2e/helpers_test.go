@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
 // commandTimeout bounds one plugin or kubectl invocation.
@@ -106,5 +107,31 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx 
 	defer cancel()
 	if err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, cond); err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// assertFinding checks a finding's root cause, severity, evidence fragments (in the evidence or
+// the message) and fixes, each written "action", or "action:finalizer" for finalizer removals.
+func assertFinding(t *testing.T, f report.Finding, rootCause string, sev report.Severity, evidence, fixes []string) {
+	t.Helper()
+	all := strings.Join(f.RootCause.Evidence, "\n") + "\n" + f.RootCause.Message
+	if f.RootCause.ID != rootCause || f.Severity != sev {
+		t.Fatalf("%s: root cause %s (%s), want %s (%s)\n%s", f.Object, f.RootCause.ID, f.Severity, rootCause, sev, all)
+	}
+	for _, s := range evidence {
+		if !strings.Contains(all, s) {
+			t.Errorf("%s: evidence lacks %q:\n%s", f.Object, s, all)
+		}
+	}
+	var got []string
+	for _, fx := range f.Fixes {
+		s := fx.Action
+		if fin := fx.Params["finalizer"]; fin != "" {
+			s += ":" + fin
+		}
+		got = append(got, s)
+	}
+	if strings.Join(got, ",") != strings.Join(fixes, ",") {
+		t.Errorf("%s: fixes %v, want %v", f.Object, got, fixes)
 	}
 }

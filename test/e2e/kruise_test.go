@@ -93,7 +93,7 @@ func TestKruiseChecks(t *testing.T) {
 
 		rep := krScan(t, k, ns, "kruise-gate", 0)
 		f := krFind(t, rep, "stuck-preparing-normal", "web-7xk2p")
-		krAssert(t, f, "prenormal-hook-pending", report.SeverityWarning,
+		assertFinding(t, f, "prenormal-hook-pending", report.SeverityWarning,
 			[]string{"finalizer example.com/registered is missing",
 				`label example.com/ready is "false", the hook wants "true" (set by registry-controller at `},
 			nil)
@@ -115,7 +115,7 @@ func TestKruiseChecks(t *testing.T) {
 
 		rep, stdout := krScanRaw(t, k, ns, "kruise-gate", 2)
 		f := krFind(t, rep, "stuck-preparing-normal", "web-b4n9d")
-		krAssert(t, f, "prenormal-event-dropped", report.SeverityError,
+		assertFinding(t, f, "prenormal-event-dropped", report.SeverityError,
 			[]string{"--feature-gates sets CloneSetEventHandlerOptimization=true",
 				"kruise-manager v1.7.0 is in the affected range >= v1.4.0, < v1.9.0 of openkruise/kruise#2057",
 				"preNormal finalizer example.com/registered is present (added by registry-controller at ",
@@ -160,7 +160,7 @@ func TestKruiseChecks(t *testing.T) {
 
 		rep := krScan(t, k, ns, "kruise-v190", 2)
 		f := krFind(t, rep, "stuck-preparing-normal", "web-z2c7t")
-		krAssert(t, f, "prenormal-reconcile-missed", report.SeverityError,
+		assertFinding(t, f, "prenormal-reconcile-missed", report.SeverityError,
 			[]string{"kruise-manager Deployment kruise-v190/kruise-controller-manager runs image openkruise/kruise-manager:v1.9.0 (v1.9.0)",
 				"openkruise/kruise#2057 does not apply"},
 			[]string{"requeue-workload"})
@@ -176,7 +176,7 @@ func TestKruiseChecks(t *testing.T) {
 		cs := k.steadyCloneSet(t, ns, "web", nil, "OnDelete")
 		k.clonePod(t, cs, "m5v8s", "PreparingNormal", krDeadNode)
 		rep := krScan(t, k, ns, "kruise-v190", 2)
-		krAssert(t, krFind(t, rep, "stuck-preparing-normal", "web-m5v8s"), "ondelete-refresh-bug", report.SeverityError,
+		assertFinding(t, krFind(t, rep, "stuck-preparing-normal", "web-m5v8s"), "ondelete-refresh-bug", report.SeverityError,
 			[]string{"CloneSet pn-ondelete/web has updateStrategy.type OnDelete", "kruise-manager v1.9.0 is in the affected range >= v1.9.0, < v1.10.0"}, nil)
 	})
 
@@ -194,7 +194,7 @@ func TestKruiseChecks(t *testing.T) {
 			t.Fatal(err)
 		}
 		rep := krScan(t, k, ns, "kruise-v190", 0)
-		krAssert(t, krFind(t, rep, "stuck-preparing-normal", "web-d9w4f"), "pod-not-scheduled", report.SeverityWarning,
+		assertFinding(t, krFind(t, rep, "stuck-preparing-normal", "web-d9w4f"), "pod-not-scheduled", report.SeverityWarning,
 			[]string{"spec.nodeName is empty", "condition PodScheduled=False reason Unschedulable: 0/2 nodes are available: 2 Insufficient cpu."}, nil)
 	})
 
@@ -208,8 +208,8 @@ func TestKruiseChecks(t *testing.T) {
 		rep := krScan(t, k, ns, "kruise-down", 2)
 		down := []string{"Deployment kruise-down/kruise-controller-manager has no available replica",
 			"leader Lease kruise-down/kruise-manager (holder kruise-controller-manager-6f7d8c9b5-"}
-		krAssert(t, krFind(t, rep, "stuck-preparing-normal", "web-h3j6k"), "controller-unavailable", report.SeverityError, down, nil)
-		krAssert(t, krFind(t, rep, "expectations-unsatisfied", "web"), "controller-unavailable", report.SeverityError,
+		assertFinding(t, krFind(t, rep, "stuck-preparing-normal", "web-h3j6k"), "controller-unavailable", report.SeverityError, down, nil)
+		assertFinding(t, krFind(t, rep, "expectations-unsatisfied", "web"), "controller-unavailable", report.SeverityError,
 			append(down, "status.observedGeneration 1 < metadata.generation 2"), nil)
 	})
 
@@ -222,7 +222,7 @@ func TestKruiseChecks(t *testing.T) {
 			`failed to create pod: pods "web-x7k2p" is forbidden: exceeded quota: compute, requested: cpu=2, used: cpu=8, limited: cpu=8, `+
 				`pod: {"metadata":{"name":"web-x7k2p"},"spec":{"containers":[{"name":"app","env":[{"name":"API_TOKEN","value":"s3cr3t-value"}]}]}}`)
 		rep, stdout := krScanRaw(t, k, ns, "kruise-gate", 2)
-		krAssert(t, krFind(t, rep, "expectations-unsatisfied", "web"), "pod-creation-failing", report.SeverityError,
+		assertFinding(t, krFind(t, rep, "expectations-unsatisfied", "web"), "pod-creation-failing", report.SeverityError,
 			[]string{"spec.replicas 2 but 0 active pods", "event Warning FailedCreate from cloneset-controller",
 				"exceeded quota: compute, requested: cpu=2, used: cpu=8, limited: cpu=8"}, nil)
 		if strings.Contains(stdout, "s3cr3t-value") {
@@ -237,13 +237,13 @@ func TestKruiseChecks(t *testing.T) {
 		k.hookActs(t, pod, []string{krFinalizer}, nil)
 		rep := krScan(t, k, ns, "kruise-gate", 2)
 		exp := krFind(t, rep, "expectations-unsatisfied", "demo")
-		krAssert(t, exp, "scale-expectations-leaked", report.SeverityError,
+		assertFinding(t, exp, "scale-expectations-leaked", report.SeverityError,
 			[]string{"status.observedGeneration 2 < metadata.generation 3", "spec.replicas 3 but 1 active pods",
 				"predates the expectation timeout handling of openkruise/kruise#1829",
 				"inferred from the frozen status: the leader's log could not be read (get pods/log of kruise-gate/kruise-controller-manager-6f7d8c9b5-"},
 			[]string{"restart-controller-leader", "requeue-workload"})
 		pn := krFind(t, rep, "stuck-preparing-normal", "demo-"+"a1b2c")
-		krAssert(t, pn, "workload-expectations-blocked", report.SeverityError,
+		assertFinding(t, pn, "workload-expectations-blocked", report.SeverityError,
 			[]string{"expectations-unsatisfied finding " + exp.ID + ": scale-expectations-leaked"},
 			[]string{"restart-controller-leader", "requeue-workload"})
 		krDegraded(t, rep, "expectations-unsatisfied", "pods/log")
@@ -263,7 +263,7 @@ func TestKruiseChecks(t *testing.T) {
 		k.clonePodRev(t, cs, "p4q7w", "Normal", krDeadNode, "web-6c8d9e7f5")
 		k.clonePodRev(t, cs, "r8t2y", "Normal", krDeadNode, "web-6c8d9e7f5")
 		rep := krScan(t, k, ns, "kruise-gate", 2)
-		krAssert(t, krFind(t, rep, "expectations-unsatisfied", "web"), "update-expectations-leaked", report.SeverityError,
+		assertFinding(t, krFind(t, rep, "expectations-unsatisfied", "web"), "update-expectations-leaked", report.SeverityError,
 			[]string{"status.updatedReplicas 0 but 2 active pods carry updateRevision web-6c8d9e7f5", "inferred from the frozen status"},
 			[]string{"restart-controller-leader", "requeue-workload"})
 	})
@@ -274,7 +274,7 @@ func TestKruiseChecks(t *testing.T) {
 		k.leakedCloneSet(t, ns, "demo", "5l6cv")
 		rep := krScan(t, k, ns, krLogsNamespace, 2)
 		f := krFind(t, rep, "expectations-unsatisfied", "demo")
-		krAssert(t, f, "stalled-unknown", report.SeverityWarning,
+		assertFinding(t, f, "stalled-unknown", report.SeverityWarning,
 			[]string{"the leader's log has no expectation line for CloneSet exp-stalled/demo", "kruise-manager --expectation-timeout is 30s"},
 			[]string{"requeue-workload", "restart-controller-leader"})
 		if !rep.Coverage.Complete {
@@ -305,11 +305,11 @@ func TestKruiseChecks(t *testing.T) {
 
 		rep := krScan(t, k, ns, krLogsNamespace, 2)
 		f := krFind(t, rep, "expectations-unsatisfied", "demo")
-		krAssert(t, f, "scale-expectations-leaked", report.SeverityError,
+		assertFinding(t, f, "scale-expectations-leaked", report.SeverityError,
 			[]string{`cloneset_controller.go:232] "Expectation unsatisfied overtime" cloneSet="exp-logs/demo" scaleDirtyPods={"create":["demo-5l6cv"]}`,
 				"dirty pod demo-5l6cv (expected create) no longer exists"},
 			[]string{"restart-controller-leader", "requeue-workload"})
-		krAssert(t, krFind(t, rep, "expectations-unsatisfied", "api"), "update-expectations-leaked", report.SeverityError,
+		assertFinding(t, krFind(t, rep, "expectations-unsatisfied", "api"), "update-expectations-leaked", report.SeverityError,
 			[]string{"pod api-w3e5r the leader waits for still exists"}, []string{"restart-controller-leader", "requeue-workload"})
 		if !rep.Coverage.Complete {
 			t.Errorf("coverage is not complete with a readable log: %+v", rep.Coverage)
@@ -838,26 +838,6 @@ func krFind(t *testing.T, rep *report.Report, check, name string) report.Finding
 	}
 	t.Fatalf("no %s finding for %s; findings:\n%s", check, name, krSummaries(rep))
 	return report.Finding{}
-}
-
-func krAssert(t *testing.T, f report.Finding, rootCause string, sev report.Severity, evidence, fixes []string) {
-	t.Helper()
-	all := strings.Join(f.RootCause.Evidence, "\n") + "\n" + f.RootCause.Message
-	if f.RootCause.ID != rootCause || f.Severity != sev {
-		t.Fatalf("%s: root cause %s (%s), want %s (%s)\n%s", f.Object, f.RootCause.ID, f.Severity, rootCause, sev, all)
-	}
-	for _, e := range evidence {
-		if !strings.Contains(all, e) {
-			t.Errorf("%s: evidence lacks %q:\n%s", f.Object, e, all)
-		}
-	}
-	var got []string
-	for _, fx := range f.Fixes {
-		got = append(got, fx.Action)
-	}
-	if strings.Join(got, ",") != strings.Join(fixes, ",") {
-		t.Errorf("%s: fixes %v, want %v", f.Object, got, fixes)
-	}
 }
 
 func krDegraded(t *testing.T, rep *report.Report, check, fragment string) {

@@ -101,7 +101,7 @@ func (e *teEnv) finalizerOwnerMissing(t *testing.T) {
 
 	rep := e.scan(t, ns, 2)
 	f := teFind(t, rep, "Pod", pod.Name)
-	teAssert(t, f, "finalizer-owner-missing", report.SeverityError,
+	assertFinding(t, f, "finalizer-owner-missing", report.SeverityError,
 		[]string{"finalizer volumes.example.com/release: added by field manager volume-janitor (metadata.managedFields",
 			"no Deployment named volume-janitor", "finalizer backup.example.com/snapshot: added by field manager backup-agent",
 			"Deployment backup-system/backup-agent: 1/1 available", "deletionGracePeriodSeconds 0"},
@@ -122,7 +122,7 @@ func (e *teEnv) finalizerOwnerMissing(t *testing.T) {
 	// The remaining finalizer's owner runs: it is not acting, not missing, and nothing is offered.
 	rep = e.scan(t, ns, 0)
 	f = teFind(t, rep, "Pod", pod.Name)
-	teAssert(t, f, "finalizer-owner-not-acting", report.SeverityWarning,
+	assertFinding(t, f, "finalizer-owner-not-acting", report.SeverityWarning,
 		[]string{"backup-agent runs but has not removed it"}, nil)
 
 	// The backup agent finishes and removes its finalizer: the deletion completes.
@@ -176,7 +176,7 @@ spec:
 
 	rep := e.scan(t, ns, 2)
 	f := teFind(t, rep, "Widget", "w1")
-	teAssert(t, f, "finalizer-owner-missing", report.SeverityError,
+	assertFinding(t, f, "finalizer-owner-missing", report.SeverityError,
 		[]string{"finalizer example.com/protect: added by field manager widget-operator", "not in the known-finalizer table",
 			"no Deployment named widget-operator"},
 		[]string{"remove-finalizer:example.com/protect"})
@@ -199,7 +199,7 @@ spec:
 	e.waitNamespaceCondition(t, ns, corev1.NamespaceFinalizersRemaining)
 	rep = e.scan(t, ns, 2) // the widget's own finding is an error
 	nf := teFind(t, rep, "Namespace", ns)
-	teAssert(t, nf, "namespace-content-remaining", report.SeverityWarning,
+	assertFinding(t, nf, "namespace-content-remaining", report.SeverityWarning,
 		[]string{"remaining: widgets.example.com (1)", "held by finalizers: example.com/protect (1)",
 			"objects being deleted in the namespace: Widget w1 [example.com/protect]"}, nil)
 
@@ -304,11 +304,11 @@ func (e *teEnv) clusterAPI(t *testing.T) {
 
 	rep := e.scan(t, ns, 2)
 	f := teFind(t, rep, "Machine", paused.GetName())
-	teAssert(t, f, "owner-paused", report.SeverityWarning,
+	assertFinding(t, f, "owner-paused", report.SeverityWarning,
 		[]string{"Cluster st-capi/prod: spec.paused=true", "clusterctl.cluster.x-k8s.io/delete-for-move",
 			"finalizer machine.cluster.x-k8s.io: owner Cluster API controller (known-finalizer table)"}, nil)
 	f = teFind(t, rep, "Machine", racing.GetName())
-	teAssert(t, f, "finalizer-readd-race", report.SeverityError,
+	assertFinding(t, f, "finalizer-readd-race", report.SeverityError,
 		[]string{"6 Warning event(s) ReconcileError from provider-manager", "no new finalizers can be added if the object is being deleted"},
 		[]string{"remove-finalizer:machine.cluster.x-k8s.io"})
 	if !strings.Contains(strings.Join(f.RootCause.References, ","), "kubernetes-sigs/cluster-api#11812") {
@@ -337,7 +337,7 @@ func (e *teEnv) kwokStageNotRun(t *testing.T) {
 
 	rep := e.scan(t, ns, 2)
 	f := teFind(t, rep, "Pod", pod.Name)
-	teAssert(t, f, "kwok-stage-not-run", report.SeverityError,
+	assertFinding(t, f, "kwok-stage-not-run", report.SeverityError,
 		[]string{"finalizer kwok.x-k8s.io/fake is still on the pod (added by field manager kwok)",
 			"node kwok-node-0 has annotation kwok.x-k8s.io/node=fake",
 			"kwok controller: Deployment kube-system/kwok-controller: 1/1 available, image registry.k8s.io/kwok/kwok:v0.5.0",
@@ -401,7 +401,7 @@ func (e *teEnv) namespaceDiscovery(t *testing.T) {
 
 	rep := e.scan(t, ns, 2)
 	f := teFind(t, rep, "Namespace", ns)
-	teAssert(t, f, "namespace-discovery-failed", report.SeverityError,
+	assertFinding(t, f, "namespace-discovery-failed", report.SeverityError,
 		[]string{"condition NamespaceDeletionDiscoveryFailure=True (DiscoveryFailed)", "wd-e2e.example/v1alpha1",
 			"APIService v1alpha1.wd-e2e.example (service default/wd-missing-api): Available=False", "named by the condition"}, nil)
 	if !strings.Contains(f.Summary, svcName) {
@@ -452,7 +452,7 @@ func (e *teEnv) nodeNotReady(t *testing.T) {
 	var ids []string
 	for _, p := range pods {
 		f := teFind(t, rep, "Pod", p.Name)
-		teAssert(t, f, "node-not-ready", report.SeverityError,
+		assertFinding(t, f, "node-not-ready", report.SeverityError,
 			[]string{"node kwok-node-0 Ready=Unknown", "NodeStatusUnknown", "Lease kube-node-lease/kwok-node-0 last renewed",
 				"taints: kwok.x-k8s.io/node=fake:NoSchedule, node.kubernetes.io/unreachable:", "deletionGracePeriodSeconds 3"},
 			[]string{"force-delete"})
@@ -662,30 +662,4 @@ func teFind(t *testing.T, rep *report.Report, kind, name string) report.Finding 
 	}
 	t.Fatalf("no %s finding for %s %s; findings:\n%s", teCheck, kind, name, teSummaries(rep))
 	return report.Finding{}
-}
-
-// teAssert checks a finding's root cause, severity, evidence fragments and fixes
-// ("action" or "action:finalizer").
-func teAssert(t *testing.T, f report.Finding, rootCause string, sev report.Severity, evidence, fixes []string) {
-	t.Helper()
-	all := strings.Join(f.RootCause.Evidence, "\n") + "\n" + f.RootCause.Message
-	if f.RootCause.ID != rootCause || f.Severity != sev {
-		t.Fatalf("%s: root cause %s (%s), want %s (%s)\n%s", f.Object, f.RootCause.ID, f.Severity, rootCause, sev, all)
-	}
-	for _, s := range evidence {
-		if !strings.Contains(all, s) {
-			t.Errorf("%s: evidence lacks %q:\n%s", f.Object, s, all)
-		}
-	}
-	var got []string
-	for _, fx := range f.Fixes {
-		s := fx.Action
-		if fin := fx.Params["finalizer"]; fin != "" {
-			s += ":" + fin
-		}
-		got = append(got, s)
-	}
-	if strings.Join(got, ",") != strings.Join(fixes, ",") {
-		t.Errorf("%s: fixes %v, want %v", f.Object, got, fixes)
-	}
 }
