@@ -236,7 +236,7 @@ func (r *runner) scan(ctx context.Context, out *os.File, extra ...string) (sampl
 	return s, err
 }
 
-// scanRaw runs the scan once without gzip (disable-compression in its kubeconfig), so the
+// scanRaw runs the scan without gzip (disable-compression in its kubeconfig, as --disable-compression), so the
 // apiserver's byte counts are the uncompressed payload.
 func (r *runner) scanRaw(ctx context.Context) (sample, error) {
 	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)

@@ -4,6 +4,7 @@ package checks
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -30,6 +31,9 @@ type RootCause struct {
 type Need struct {
 	Input    snapshot.Input
 	Optional bool
+	// PodAnnotations, with InputPods, are the annotations the check reads from pods it has not
+	// asked to read in full: metadata-only pods keep only the annotations some check needs.
+	PodAnnotations []string
 }
 
 // Info describes a check for the registry, `checks` and `explain`.
@@ -130,6 +134,21 @@ func Needs(cs []Check) []snapshot.Input {
 			if !seen[n.Input] {
 				seen[n.Input] = true
 				out = append(out, n.Input)
+			}
+		}
+	}
+	return out
+}
+
+// PodAnnotations returns the pod annotations the checks read from metadata-only pods.
+func PodAnnotations(cs []Check) []string {
+	var out []string
+	for _, c := range cs {
+		for _, n := range c.Info().Needs {
+			for _, a := range n.PodAnnotations {
+				if !slices.Contains(out, a) {
+					out = append(out, a)
+				}
 			}
 		}
 	}

@@ -32,6 +32,9 @@ const (
 	rpEventFailedInPlace = "FailedUpdatePodInPlace"
 	// rpForbiddenUpdate is the apiserver's message when a pod update changes an immutable field.
 	rpForbiddenUpdate = "pod updates may not change fields other than"
+	// rpFailedPrefix and rpFailedSuffix frame the pod's name in a FailedUpdatePodInPlace message.
+	rpFailedPrefix = "failed to update pod "
+	rpFailedSuffix = " in-place"
 	// rpReasonStartInPlace is the InPlaceUpdateReady=False reason kruise sets before it updates a pod.
 	rpReasonStartInPlace = "StartInPlaceUpdate"
 	// rpMaxQuote bounds an event message quoted in evidence.
@@ -100,7 +103,7 @@ func (resizePolicyDrift) Info() Info {
 			},
 		},
 		Needs: []Need{
-			{Input: snapshot.InputPods},
+			{Input: snapshot.InputPods, PodAnnotations: []string{kruise.AnnotationInPlaceState, kruise.AnnotationSidecarHash, kruise.AnnotationSidecarInjects}},
 			{Input: snapshot.InputKruiseWorkloads},
 			{Input: snapshot.InputControllers, Optional: true},
 			{Input: snapshot.InputEvents, Optional: true},
@@ -109,13 +112,88 @@ func (resizePolicyDrift) Info() Info {
 	}
 }
 
-// PodCandidates returns the pods controlled by in-place workloads that their selector still
-// matches: only they need full objects, the rest of the cluster stays metadata-only.
+// PodCandidates returns the pods of in-place workloads worth reading in full. The pods one
+// workload created from one revision, with the same sidecars injected, have the same containers
+// except for what the apiserver defaulted when each was created, so the oldest and the newest of
+// such a group stand for it. Once they have been read (the collector asks again), a group whose
+// samples differ from the template in any way is read whole. Pods updated in place (created from
+// a revision their labels no longer name) and pods a failed in-place update names are always read.
 func (resizePolicyDrift) PodCandidates(s *snapshot.Snapshot) []types.UID {
+	env := rpNewEnv(s, nil)
 	var out []types.UID
 	for _, w := range rpInPlaceWorkloads(s) {
+		failed := rpFailedPods(s, w)
+		type groupKey struct{ revision, sidecarHash, injected string }
+		groups := map[groupKey][]*corev1.Pod{}
+		var keys []groupKey
 		for _, p := range rpOwnedPods(s, w) {
-			out = append(out, p.UID)
+			if failed[p.Name] || p.Annotations[kruise.AnnotationInPlaceState] != "" {
+				out = append(out, p.UID)
+				continue
+			}
+			k := groupKey{p.Labels[rpRevisionLabel], p.Annotations[kruise.AnnotationSidecarHash], p.Annotations[kruise.AnnotationSidecarInjects]}
+			if groups[k] == nil {
+				keys = append(keys, k)
+			}
+			groups[k] = append(groups[k], p)
+		}
+		for _, k := range keys {
+			g := groups[k]
+			oldest, newest := g[0], g[0]
+			for _, p := range g[1:] {
+				if p.CreationTimestamp.Before(&oldest.CreationTimestamp) {
+					oldest = p
+				}
+				if newest.CreationTimestamp.Before(&p.CreationTimestamp) {
+					newest = p
+				}
+			}
+			if env.sampleDiffers(w, oldest) || env.sampleDiffers(w, newest) {
+				for _, p := range g {
+					out = append(out, p.UID)
+				}
+				continue
+			}
+			out = append(out, oldest.UID)
+			if newest != oldest {
+				out = append(out, newest.UID)
+			}
+		}
+	}
+	return out
+}
+
+// sampleDiffers reports whether a sample pod, once read in full, shows anything the check could
+// report on its group: a policy that differs or is defaulted, a sidecar whose SidecarSet is
+// missing, or a policy an old kruise-manager would drop.
+func (e *rpEnv) sampleDiffers(w *kruise.Workload, meta *corev1.Pod) bool {
+	pod, full := e.s.FullPod(meta.UID)
+	if !full {
+		return false
+	}
+	p := rpComparePod(e.s, w, pod)
+	if len(p.missingSidecarSets) > 0 || (e.mgrOld && len(p.carriesPolicy()) > 0) {
+		return true
+	}
+	for _, c := range p.containers {
+		if len(c.differs) > 0 || len(c.defaulted) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// rpFailedPods returns the names of the workload's pods that a FailedUpdatePodInPlace event names.
+func rpFailedPods(s *snapshot.Snapshot, w *kruise.Workload) map[string]bool {
+	out := map[string]bool{}
+	for _, ev := range s.EventsFor(w.Kind, w.Namespace, w.Name, w.UID) {
+		if ev.Reason != rpEventFailedInPlace {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(ev.Message, rpFailedPrefix); ok {
+			if name, _, ok := strings.Cut(rest, rpFailedSuffix); ok {
+				out[name] = true
+			}
 		}
 	}
 	return out
@@ -581,7 +659,7 @@ type rpRejection struct {
 }
 
 func rpRejections(s *snapshot.Snapshot, w *kruise.Workload, pod *corev1.Pod) []rpRejection {
-	prefix := "failed to update pod " + pod.Name + " in-place"
+	prefix := rpFailedPrefix + pod.Name + rpFailedSuffix
 	var out []rpRejection
 	for _, ev := range s.EventsFor(w.Kind, w.Namespace, w.Name, w.UID) {
 		if ev.Reason != rpEventFailedInPlace || !strings.HasPrefix(ev.Message, prefix) {

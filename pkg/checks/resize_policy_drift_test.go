@@ -3,6 +3,7 @@ package checks
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -557,6 +558,51 @@ func TestResizePolicyDriftPodCandidates(t *testing.T) {
 	got := ResizePolicyDrift().(PodSelector).PodCandidates(s)
 	if len(got) != 1 || got[0] != owned.UID {
 		t.Fatalf("PodCandidates = %v, want only %s", got, owned.UID)
+	}
+}
+
+// A group of pods one revision created is read through its oldest and newest pod, and whole once
+// a sample shows drift; pods updated in place or named by a failed update are always read.
+func TestResizePolicyDriftCandidateSampling(t *testing.T) {
+	w := rptWorkload(t, kruise.KindCloneSet, kruise.UpdateInPlaceIfPossible,
+		[]corev1.Container{rptApp("app:v1", rptPolicy("cpu", "NotRequired", "memory", "RestartContainer"))})
+	same := rptPolicy("memory", "RestartContainer", "cpu", "NotRequired") // equal, written in another order
+	var pods []*corev1.Pod
+	for i, age := range []time.Duration{3, 9, 1, 5, 7} { // hours; web-1 is the oldest, web-2 the newest
+		pods = append(pods, rptPod(w, fmt.Sprintf("web-%d", i), rptNewRev, age*time.Hour, rptApp("app:v1", same)))
+	}
+	oldRev := rptPod(w, "web-old", rptOldRev, 20*time.Hour, rptApp("app:v1", same))
+	updated := rptPod(w, "web-upd", rptNewRev, 30*time.Hour, rptApp("app:v1", same))
+	updated.Annotations = map[string]string{kruise.AnnotationInPlaceState: `{"revision":"` + rptNewRev + `"}`}
+	named := rptPod(w, "web-named", rptOldRev, 2*time.Hour, rptApp("app:v1", same))
+	all := append(pods, oldRev, updated, named)
+
+	candidates := func(full ...*corev1.Pod) []string {
+		s := rptCluster{server: "v1.37.1", manager: "v1.7.0", workloads: []*kruise.Workload{w}, pods: all, metaOnly: true,
+			events: []*corev1.Event{rptFailedEvent(w, "web-named", time.Hour, 3)}}.snapshot()
+		s.FullPods = full
+		s.Index()
+		var names []string
+		for _, uid := range ResizePolicyDrift().(PodSelector).PodCandidates(s) {
+			p, _ := s.Pod(uid)
+			names = append(names, p.Name)
+		}
+		sort.Strings(names)
+		return names
+	}
+	want := []string{"web-1", "web-2", "web-named", "web-old", "web-upd"}
+	if got := candidates(); !slices.Equal(got, want) {
+		t.Fatalf("first round = %v, want %v", got, want)
+	}
+	// Samples read in full and equal to the template: the group stays sampled.
+	if got := candidates(pods[1], pods[2], oldRev, updated, named); !slices.Equal(got, want) {
+		t.Errorf("clean samples = %v, want %v", got, want)
+	}
+	// The newest sample differs: its group is read whole, the other group stays sampled.
+	drifted := rptPod(w, "web-2", rptNewRev, time.Hour, rptApp("app:v1", rptPolicy("cpu", "RestartContainer")))
+	want = []string{"web-0", "web-1", "web-2", "web-3", "web-4", "web-named", "web-old", "web-upd"}
+	if got := candidates(pods[1], drifted, oldRev, updated, named); !slices.Equal(got, want) {
+		t.Errorf("drifted sample = %v, want %v", got, want)
 	}
 }
 

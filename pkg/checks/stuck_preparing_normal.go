@@ -103,7 +103,7 @@ func (stuckPreparingNormal) Info() Info {
 				Actions:    []string{ActionRequeueWorkload}},
 		},
 		Needs: []Need{
-			{Input: snapshot.InputPods},
+			{Input: snapshot.InputPods, PodAnnotations: []string{kruise.AnnotationLifecycleTime}},
 			{Input: snapshot.InputKruiseWorkloads},
 			{Input: snapshot.InputEvents, Optional: true},
 			{Input: snapshot.InputControllers, Optional: true},

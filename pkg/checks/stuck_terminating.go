@@ -121,7 +121,7 @@ func (StuckTerminating) Info() Info {
 					"namespace by force."},
 		},
 		Needs: []Need{
-			{Input: snapshot.InputPods},
+			{Input: snapshot.InputPods, PodAnnotations: []string{kruise.AnnotationLifecycleTime}},
 			{Input: snapshot.InputNodes, Optional: true},
 			{Input: snapshot.InputNodeLeases, Optional: true},
 			{Input: snapshot.InputEvents, Optional: true},

@@ -54,6 +54,10 @@ type Options struct {
 	LogLimitBytes int64
 	// Candidates returns the pods to read in full, given the metadata-only snapshot.
 	Candidates func(*snapshot.Snapshot) []types.UID
+	// PodAnnotations are the annotations metadata-only pods keep. The others (CNI state,
+	// last-applied configurations, hashes) can outweigh the rest of a pod's metadata and are
+	// dropped while the pod list is decoded.
+	PodAnnotations []string
 }
 
 func (o *Options) defaults() {
@@ -101,6 +105,8 @@ type collector struct {
 	podsRV string
 	// podPageSize is the page size of the bulk pod list; 0 reads it in one streamed response.
 	podPageSize int64
+	// asked are the candidate pods already read (or found gone), so no later round reads them again.
+	asked map[types.UID]bool
 }
 
 type discovered struct {
@@ -155,8 +161,18 @@ func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Inp
 	col.snap.Index()
 
 	if want[snapshot.InputPods] && opts.Candidates != nil {
-		if err := col.readCandidates(ctx, opts.Candidates(col.snap)); err != nil {
-			col.unread(snapshot.InputPods, err)
+		// A check may ask for more pods once it has seen the first ones (a sample of a group,
+		// then the whole group), so candidates are asked for again until none are new.
+		for range maxCandidateRounds {
+			read, err := col.readCandidates(ctx, opts.Candidates(col.snap))
+			if err != nil {
+				col.unread(snapshot.InputPods, err)
+				break
+			}
+			if read == 0 {
+				break
+			}
+			col.snap.Index()
 		}
 	}
 	if want[snapshot.InputControllerLogs] {

@@ -3,7 +3,9 @@ package collect
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -189,5 +191,49 @@ func TestInternerSharesManagedFieldSets(t *testing.T) {
 	}
 	if &a.ManagedFields[1].FieldsV1.Raw[0] == &b.ManagedFields[1].FieldsV1.Raw[0] {
 		t.Error("different field sets share bytes")
+	}
+}
+
+func TestPlanCandidateReadsSetSelector(t *testing.T) {
+	// Two pods of each of 400 workloads, each pod with its own instance label (as CloneSet pods
+	// have): no label pair groups them, one key names them all.
+	var all, cands []*corev1.Pod
+	for w := range 400 {
+		for i := range 10 {
+			p := metaPod(fmt.Sprintf("ns-%d", w%50), fmt.Sprintf("w%d-%d", w, i),
+				map[string]string{"app": fmt.Sprintf("w%d", w), "instance": fmt.Sprintf("instance-%03d-%d", w, i)})
+			all = append(all, p)
+			if i < 2 {
+				cands = append(cands, p)
+			}
+		}
+	}
+	lists, gets := planCandidateReads(all, cands, false)
+	if len(gets) != 0 {
+		t.Fatalf("%d GETs, want none", len(gets))
+	}
+	covered := 0
+	for _, l := range lists {
+		if l.key != "instance" || l.namespace != "" || l.values == nil {
+			t.Fatalf("read %+v, want set selectors on instance over the scope", l)
+		}
+		if sel := l.selector("team=a"); len(sel) > maxSetSelector+len(",team=a") || !strings.HasPrefix(sel, "instance in (instance-") ||
+			!strings.HasSuffix(sel, "),team=a") {
+			t.Errorf("selector %q: too long or malformed", sel)
+		}
+		covered += l.covers
+	}
+	if covered != len(cands) || len(lists) < 2 {
+		t.Errorf("%d set LISTs cover %d of %d candidates; want all, in more than one chunk", len(lists), covered, len(cands))
+	}
+
+	// A key whose values many other pods share is not used.
+	for i, p := range all {
+		if i%10 < 7 {
+			p.Labels["zone"] = "a"
+		}
+	}
+	if sets, gets := planSetReads(all, cands); len(gets) != 0 || len(sets) == 0 || slices.ContainsFunc(sets, func(r selectorRead) bool { return r.key != "instance" }) {
+		t.Errorf("set plan = %+v / %d GETs, want the instance key only", sets, len(gets))
 	}
 }

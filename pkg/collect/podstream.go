@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -52,6 +53,8 @@ const (
 	fieldPartialMeta        = 1  // PartialObjectMetadata.metadata
 	fieldPodMetadata        = 1  // Pod.metadata
 	fieldObjectUID          = 5  // ObjectMeta.uid
+	fieldObjectAnnotation   = 12 // ObjectMeta.annotations, one map entry per field
+	fieldMapEntryKey        = 1  // the key of a map entry
 	fieldObjectManagedField = 17 // ObjectMeta.managedFields
 )
 
@@ -146,8 +149,12 @@ func (col *collector) streamPodMeta(ctx context.Context, ns string, opts metav1.
 	list func(*metav1.ListMeta), meta func(*metav1.ObjectMeta)) error {
 	var item metav1.ObjectMeta
 	first := true
+	annotations := map[string]bool{}
+	for _, a := range col.opts.PodAnnotations {
+		annotations[a] = true
+	}
 	return col.streamPods(ctx, ns, opts, limit, metadataListAccept, func(body io.Reader, listMeta func(*metav1.ListMeta)) error {
-		return decodeMetaPage(body, &item, func(lm *metav1.ListMeta) {
+		return decodeMetaPage(body, &item, annotations, func(lm *metav1.ListMeta) {
 			if first {
 				first = false
 				list(lm)
@@ -158,8 +165,9 @@ func (col *collector) streamPodMeta(ctx context.Context, ns string, opts metav1.
 }
 
 // decodeMetaPage reads one PartialObjectMetadataList response, protobuf or JSON. It calls list
-// when the list metadata arrives, and meta for each item, decoded into *item (reused).
-func decodeMetaPage(body io.Reader, item *metav1.ObjectMeta, list func(*metav1.ListMeta), meta func(*metav1.ObjectMeta)) error {
+// when the list metadata arrives, and meta for each item, decoded into *item (reused), without
+// managedFields and with only the annotations in keep.
+func decodeMetaPage(body io.Reader, item *metav1.ObjectMeta, keep map[string]bool, list func(*metav1.ListMeta), meta func(*metav1.ObjectMeta)) error {
 	br := bufio.NewReaderSize(body, 64<<10)
 	if !isProtobuf(br) {
 		// JSON: the server does not speak protobuf for this list.
@@ -171,6 +179,7 @@ func decodeMetaPage(body io.Reader, item *metav1.ObjectMeta, list func(*metav1.L
 		for i := range l.Items {
 			*item = l.Items[i].ObjectMeta
 			item.ManagedFields = nil
+			maps.DeleteFunc(item.Annotations, func(k, _ string) bool { return !keep[k] })
 			meta(item)
 		}
 		return nil
@@ -181,7 +190,14 @@ func decodeMetaPage(body io.Reader, item *metav1.ObjectMeta, list func(*metav1.L
 			return err
 		}
 		*item = metav1.ObjectMeta{}
-		if err := item.Unmarshal(dropField(m, fieldObjectManagedField)); err != nil {
+		m = dropFields(m, func(num uint64, content []byte) bool {
+			if num == fieldObjectAnnotation {
+				key, err := field(content, fieldMapEntryKey)
+				return err == nil && !keep[string(key)]
+			}
+			return num == fieldObjectManagedField
+		})
+		if err := item.Unmarshal(m); err != nil {
 			return fmt.Errorf("pod metadata: %w", err)
 		}
 		meta(item)
@@ -469,16 +485,22 @@ func field(b []byte, num uint64) ([]byte, error) {
 	return nil, nil
 }
 
-// dropField removes every occurrence of field num from message b, in place, and returns what is
+// dropFields removes from message b, in place, every field for which drop, given the field's number
+// and its content (length-delimited fields only; nil for others), returns true, and returns what is
 // left. From a malformed field on, the rest is kept as it is, for the decoder to report.
-func dropField(b []byte, num uint64) []byte {
+func dropFields(b []byte, drop func(num uint64, content []byte) bool) []byte {
 	out := 0
 	for in := 0; in < len(b); {
 		n, end, err := fieldEnd(b[in:])
 		if err != nil {
 			return append(b[:out], b[in:]...)
 		}
-		if n != num {
+		var content []byte
+		if tag, i, _ := sliceVarint(b[in:]); tag&7 == wireBytes {
+			_, k, _ := sliceVarint(b[in+i:])
+			content = b[in+i+k : in+end]
+		}
+		if !drop(n, content) {
 			out += copy(b[out:], b[in:in+end])
 		}
 		in += end

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 )
 
 // encodedList is a PartialObjectMetadataList as the apiserver sends it in protobuf: the magic,
@@ -36,7 +38,7 @@ func testList(n int, cont string) *metav1.PartialObjectMetadataList {
 		ctrl := true
 		l.Items = append(l.Items, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
 			Name: fmt.Sprintf("web-%d", i), Namespace: "shop", UID: types.UID(fmt.Sprintf("uid-%d", i)), ResourceVersion: "7",
-			Labels: map[string]string{"app": "web"}, Annotations: map[string]string{"note": "x"}, Finalizers: []string{"example.com/f"},
+			Labels: map[string]string{"app": "web"}, Annotations: map[string]string{"note": "x", kruise.AnnotationLifecycleTime: "2026-11-01T10:00:00Z"}, Finalizers: []string{"example.com/f"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-5d8", UID: "rs", Controller: &ctrl}},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate,
 				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{}}}`)}}},
@@ -59,7 +61,7 @@ func TestDecodeMetaPage(t *testing.T) {
 				items []metav1.ObjectMeta
 				item  metav1.ObjectMeta
 			)
-			err := decodeMetaPage(bytes.NewReader(body), &item, func(l *metav1.ListMeta) { lists = append(lists, *l) },
+			err := decodeMetaPage(bytes.NewReader(body), &item, map[string]bool{kruise.AnnotationLifecycleTime: true}, func(l *metav1.ListMeta) { lists = append(lists, *l) },
 				func(m *metav1.ObjectMeta) { items = append(items, *m) })
 			if err != nil {
 				t.Fatal(err)
@@ -71,8 +73,10 @@ func TestDecodeMetaPage(t *testing.T) {
 				t.Fatalf("%d items, want %d", len(items), len(want.Items))
 			}
 			for i, got := range items {
+				// Bulk pods keep neither managedFields nor annotations no check reads.
 				w := want.Items[i].ObjectMeta.DeepCopy()
 				w.ManagedFields = nil
+				delete(w.Annotations, "note")
 				if !reflect.DeepEqual(&got, w) {
 					t.Errorf("item %d:\n got %+v\nwant %+v", i, got, *w)
 				}
@@ -86,25 +90,33 @@ func TestDecodeMetaPageRejectsTruncatedStreams(t *testing.T) {
 	for _, cut := range []int{len(pb) - 1, len(pb) / 2, len(protoMagic) + 3} {
 		var item metav1.ObjectMeta
 		n := 0
-		err := decodeMetaPage(bytes.NewReader(pb[:cut]), &item, func(*metav1.ListMeta) {}, func(*metav1.ObjectMeta) { n++ })
+		err := decodeMetaPage(bytes.NewReader(pb[:cut]), &item, nil, func(*metav1.ListMeta) {}, func(*metav1.ObjectMeta) { n++ })
 		if err == nil {
 			t.Errorf("cut at %d of %d: no error (%d items)", cut, len(pb), n)
 		}
 	}
 }
 
-func TestDropField(t *testing.T) {
-	m := metav1.ObjectMeta{Name: "a", Labels: map[string]string{"k": "v"},
+func TestDropFields(t *testing.T) {
+	m := metav1.ObjectMeta{Name: "a", Labels: map[string]string{"k": "v"}, Annotations: map[string]string{"drop": "1", "keep": "2"},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m1"}, {Manager: "m2"}}}
 	raw, err := m.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got metav1.ObjectMeta
-	if err := got.Unmarshal(dropField(raw, fieldObjectManagedField)); err != nil {
+	err = got.Unmarshal(dropFields(raw, func(num uint64, content []byte) bool {
+		if num == fieldObjectAnnotation {
+			key, _ := field(content, fieldMapEntryKey)
+			return string(key) == "drop"
+		}
+		return num == fieldObjectManagedField
+	}))
+	if err != nil {
 		t.Fatal(err)
 	}
 	m.ManagedFields = nil
+	delete(m.Annotations, "drop")
 	if !reflect.DeepEqual(got, m) {
 		t.Errorf("got %+v, want %+v", got, m)
 	}

@@ -42,7 +42,7 @@ type annotatedCheck struct{}
 func (annotatedCheck) Info() checks.Info {
 	return checks.Info{ID: "annotated", Title: "test double",
 		RootCauses: []checks.RootCause{{ID: "broken", Severity: report.SeverityError}, {ID: "node-missing", Severity: report.SeverityError}},
-		Needs:      []checks.Need{{Input: snapshot.InputPods}, {Input: snapshot.InputObjects}}}
+		Needs:      []checks.Need{{Input: snapshot.InputPods, PodAnnotations: []string{annotFixes, annotRootCause}}, {Input: snapshot.InputObjects}}}
 }
 
 func (c annotatedCheck) Run(s *snapshot.Snapshot, _ time.Duration) []report.Finding {

@@ -95,8 +95,9 @@ type Snapshot struct {
 	Settings      Settings
 
 	// Pods is every pod in scope. Pods not also in FullPods carry only metadata, without
-	// managedFields (FullPods have them), and may share label maps and ownerReferences slices
-	// with each other: like everything in a snapshot, they are read-only.
+	// managedFields and with only the annotations some check reads from them (FullPods have
+	// them all), and may share label maps and ownerReferences slices with each other: like
+	// everything in a snapshot, they are read-only.
 	Pods []*corev1.Pod
 	// FullPods holds the complete objects of the candidate pods.
 	FullPods    []*corev1.Pod
