@@ -150,7 +150,7 @@ func syntheticSnapshot(nPods int) *snapshot.Snapshot {
 				break
 			}
 			p, f := benchPod(ns, app, revision, owner, cloneSet, i, k)
-			s.Pods = append(s.Pods, p)
+			s.Pods = append(s.Pods, &p.ObjectMeta)
 			if f != nil {
 				full[f.UID] = f
 			}
@@ -175,7 +175,8 @@ func syntheticSnapshot(nPods int) *snapshot.Snapshot {
 			seen[uid] = true
 			if f, ok := full[uid]; ok {
 				s.FullPods = append(s.FullPods, f)
-			} else if p, _ := s.Pod(uid); p != nil {
+			} else if m, _ := s.Pod(uid); m != nil {
+				p := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: *m}
 				s.FullPods = append(s.FullPods, benchFull(p, benchNodeName(benchDeadNodes+int(p.CreationTimestamp.Unix()%int64(benchNodes-benchDeadNodes)))))
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/knowledge"
@@ -165,7 +166,7 @@ func frozenWorkloads(env *kruiseEnv, th time.Duration) map[types.UID]*frozenWork
 // krCountRevision counts pods whose controller-revision-hash names the revision: kruise writes the
 // revision name ("<cloneset>-<hash>"), or the hash alone with CloneSetShortHash, and compares the
 // part after the last '-' (EqualToRevisionHash, pkg/controller/cloneset/utils).
-func krCountRevision(pods []*corev1.Pod, revision string) int32 {
+func krCountRevision(pods []*metav1.ObjectMeta, revision string) int32 {
 	var n int32
 	for _, p := range pods {
 		if krRevisionMatches(p.Labels["controller-revision-hash"], revision) {

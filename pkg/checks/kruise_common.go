@@ -327,24 +327,28 @@ func krMetaWrite(m metav1.Object) time.Time {
 // ---- pods and events ----
 
 // krControlledBy reports whether the pod's controller reference names the UID.
-func krControlledBy(p *corev1.Pod, w *kruise.Workload) bool {
+func krControlledBy(p *metav1.ObjectMeta, w *kruise.Workload) bool {
 	ref := snapshot.ControllerOf(p)
 	return ref != nil && ref.UID == w.UID
 }
 
 // krActivePod mirrors kubecontroller.IsPodActive: not being deleted, not Succeeded or Failed.
-// Metadata-only pods have no phase and count as active unless being deleted.
-func krActivePod(p *corev1.Pod) bool {
-	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+// A pod not read in full has no known phase and counts as active unless being deleted.
+func krActivePod(s *snapshot.Snapshot, p *metav1.ObjectMeta) bool {
+	if p.DeletionTimestamp != nil {
+		return false
+	}
+	full, ok := s.FullPod(p.UID)
+	return !ok || (full.Status.Phase != corev1.PodSucceeded && full.Status.Phase != corev1.PodFailed)
 }
 
 // krOwnedPods splits the pods a workload controls into active and terminating ones.
-func krOwnedPods(s *snapshot.Snapshot, w *kruise.Workload) (active, terminating []*corev1.Pod) {
+func krOwnedPods(s *snapshot.Snapshot, w *kruise.Workload) (active, terminating []*metav1.ObjectMeta) {
 	for _, p := range s.PodsOwnedBy(w.UID) {
 		if !krControlledBy(p, w) {
 			continue
 		}
-		if krActivePod(p) {
+		if krActivePod(s, p) {
 			active = append(active, p)
 		} else if p.DeletionTimestamp != nil {
 			terminating = append(terminating, p)
@@ -356,7 +360,7 @@ func krOwnedPods(s *snapshot.Snapshot, w *kruise.Workload) (active, terminating 
 
 // krLifecycleSince is when the pod entered its lifecycle state: the timestamp annotation kruise
 // rewrites on every state change, else the pod's creation.
-func krLifecycleSince(p *corev1.Pod) (time.Time, string) {
+func krLifecycleSince(p *metav1.ObjectMeta) (time.Time, string) {
 	if v := p.Annotations[kruise.AnnotationLifecycleTime]; v != "" {
 		if t, err := time.Parse(time.RFC3339, v); err == nil {
 			return t, "annotation " + kruise.AnnotationLifecycleTime
@@ -367,7 +371,7 @@ func krLifecycleSince(p *corev1.Pod) (time.Time, string) {
 
 // krHookMisses lists what a lifecycle hook still waits for on a pod: each missing finalizer and
 // each label missing or with another value (IsPodAllHooked, pkg/util/lifecycle).
-func krHookMisses(h *kruise.LifecycleHook, p *corev1.Pod) []string {
+func krHookMisses(h *kruise.LifecycleHook, p *metav1.ObjectMeta) []string {
 	if h == nil {
 		return nil
 	}
@@ -410,7 +414,7 @@ func krHookMisses(h *kruise.LifecycleHook, p *corev1.Pod) []string {
 }
 
 // krHookSatisfied says who put the hook's finalizers and labels in place.
-func krHookSatisfied(h *kruise.LifecycleHook, p *corev1.Pod) []string {
+func krHookSatisfied(h *kruise.LifecycleHook, p *metav1.ObjectMeta) []string {
 	var out []string
 	for _, f := range h.FinalizersHandler {
 		line := Evidencef("preNormal finalizer %s is present", f)

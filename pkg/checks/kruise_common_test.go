@@ -223,8 +223,8 @@ func ktSnapshot(e ktEnv, workloads []*kruise.Workload, pods []*corev1.Pod, event
 		Unread: map[snapshot.Input]error{}, Logs: map[string]string{}}
 	for _, p := range pods {
 		// The collector lists every pod metadata-only and reads the candidates in full.
-		meta := &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: p.ObjectMeta}
-		s.Pods = append(s.Pods, meta)
+		meta := p.ObjectMeta
+		s.Pods = append(s.Pods, &meta)
 		s.FullPods = append(s.FullPods, p)
 	}
 	if e.mgr != nil {

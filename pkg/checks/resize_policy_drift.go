@@ -41,6 +41,11 @@ const (
 	rpMaxQuote = 240
 )
 
+// rpSampleWindow is how far apart in creation the pods of one group may be for one of them to
+// stand for all: a rollout or scale-up creates its pods within minutes, while an apiserver
+// upgrade or a new admission webhook between two creations is a matter of days.
+const rpSampleWindow = time.Hour
+
 // rpGate is the Kubernetes feature gate that adds containers[].resizePolicy.
 const rpGate = "InPlacePodVerticalScaling"
 
@@ -114,17 +119,19 @@ func (resizePolicyDrift) Info() Info {
 
 // PodCandidates returns the pods of in-place workloads worth reading in full. The pods one
 // workload created from one revision, with the same sidecars injected, have the same containers
-// except for what the apiserver defaulted when each was created, so the oldest and the newest of
-// such a group stand for it. Once they have been read (the collector asks again), a group whose
-// samples differ from the template in any way is read whole. Pods updated in place (created from
-// a revision their labels no longer name) and pods a failed in-place update names are always read.
+// except for what the apiserver and admission webhooks did when each was created, so the oldest
+// and the newest of such a group stand for it (the oldest alone when all were created within
+// rpSampleWindow, through the same apiserver). Once they have been read (the collector asks
+// again), a group whose samples differ from the template in any way is read whole. Pods updated
+// in place (created from a revision their labels no longer name) and pods a failed in-place
+// update names are always read.
 func (resizePolicyDrift) PodCandidates(s *snapshot.Snapshot) []types.UID {
 	env := rpNewEnv(s, nil)
 	var out []types.UID
 	for _, w := range rpInPlaceWorkloads(s) {
 		failed := rpFailedPods(s, w)
 		type groupKey struct{ revision, sidecarHash, injected string }
-		groups := map[groupKey][]*corev1.Pod{}
+		groups := map[groupKey][]*metav1.ObjectMeta{}
 		var keys []groupKey
 		for _, p := range rpOwnedPods(s, w) {
 			if failed[p.Name] || p.Annotations[kruise.AnnotationInPlaceState] != "" {
@@ -155,7 +162,7 @@ func (resizePolicyDrift) PodCandidates(s *snapshot.Snapshot) []types.UID {
 				continue
 			}
 			out = append(out, oldest.UID)
-			if newest != oldest {
+			if newest.CreationTimestamp.Sub(oldest.CreationTimestamp.Time) > rpSampleWindow {
 				out = append(out, newest.UID)
 			}
 		}
@@ -166,7 +173,7 @@ func (resizePolicyDrift) PodCandidates(s *snapshot.Snapshot) []types.UID {
 // sampleDiffers reports whether a sample pod, once read in full, shows anything the check could
 // report on its group: a policy that differs or is defaulted, a sidecar whose SidecarSet is
 // missing, or a policy an old kruise-manager would drop.
-func (e *rpEnv) sampleDiffers(w *kruise.Workload, meta *corev1.Pod) bool {
+func (e *rpEnv) sampleDiffers(w *kruise.Workload, meta *metav1.ObjectMeta) bool {
 	pod, full := e.s.FullPod(meta.UID)
 	if !full {
 		return false
@@ -220,14 +227,14 @@ func rpInPlaceWorkloads(s *snapshot.Snapshot) []*kruise.Workload {
 
 // rpOwnedPods returns the pods whose controller is w and whose labels match w's selector. A
 // selector that cannot be parsed does not filter: the controller reference decides.
-func rpOwnedPods(s *snapshot.Snapshot, w *kruise.Workload) []*corev1.Pod {
+func rpOwnedPods(s *snapshot.Snapshot, w *kruise.Workload) []*metav1.ObjectMeta {
 	var sel labels.Selector
 	if w.Selector != nil {
 		if parsed, err := metav1.LabelSelectorAsSelector(w.Selector); err == nil {
 			sel = parsed
 		}
 	}
-	var out []*corev1.Pod
+	var out []*metav1.ObjectMeta
 	for _, p := range s.PodsOwnedBy(w.UID) {
 		ref := snapshot.ControllerOf(p)
 		if ref == nil || ref.UID != w.UID || p.Namespace != w.Namespace {

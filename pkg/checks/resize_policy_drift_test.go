@@ -184,7 +184,7 @@ func (c rptCluster) snapshot() *snapshot.Snapshot {
 		s.Unread[snapshot.InputSidecarSets] = fmt.Errorf("forbidden: list apps.kruise.io/sidecarsets")
 	}
 	for _, p := range c.pods {
-		s.Pods = append(s.Pods, &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: *p.ObjectMeta.DeepCopy()})
+		s.Pods = append(s.Pods, p.ObjectMeta.DeepCopy())
 		if !c.metaOnly {
 			s.FullPods = append(s.FullPods, p)
 		}
@@ -603,6 +603,16 @@ func TestResizePolicyDriftCandidateSampling(t *testing.T) {
 	want = []string{"web-0", "web-1", "web-2", "web-3", "web-4", "web-named", "web-old", "web-upd"}
 	if got := candidates(pods[1], drifted, oldRev, updated, named); !slices.Equal(got, want) {
 		t.Errorf("drifted sample = %v, want %v", got, want)
+	}
+
+	// Pods created within minutes of each other (one rollout): the oldest stands for them.
+	var rollout []*corev1.Pod
+	for i := range 5 {
+		rollout = append(rollout, rptPod(w, fmt.Sprintf("web-r%d", i), rptNewRev, 3*time.Hour+time.Duration(i)*time.Minute, rptApp("app:v1", same)))
+	}
+	s := rptCluster{server: "v1.37.1", manager: "v1.7.0", workloads: []*kruise.Workload{w}, pods: rollout, metaOnly: true}.snapshot()
+	if got := ResizePolicyDrift().(PodSelector).PodCandidates(s); len(got) != 1 || got[0] != rollout[4].UID {
+		t.Errorf("one rollout's candidates = %v, want only the oldest pod %s", got, rollout[4].UID)
 	}
 }
 

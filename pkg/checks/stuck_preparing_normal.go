@@ -149,7 +149,7 @@ func (c stuckPreparingNormal) Run(s *snapshot.Snapshot, threshold time.Duration)
 		if !krIsOwner(ref, kruise.KindCloneSet, kruise.KindStatefulSet) {
 			continue
 		}
-		since, sinceSource := krLifecycleSince(p)
+		since, sinceSource := krLifecycleSince(&p.ObjectMeta)
 		if s.Now.Sub(since) < threshold {
 			continue
 		}
@@ -220,7 +220,7 @@ func (c stuckPreparingNormal) diagnose(env *kruiseEnv, frozen map[types.UID]*fro
 
 	hook := w.Lifecycle.PreNormal
 	// 3. The hook's third party has not acted.
-	if misses := krHookMisses(hook, p); len(misses) > 0 {
+	if misses := krHookMisses(hook, &p.ObjectMeta); len(misses) > 0 {
 		f.RootCause = rcPreNormalHookPending
 		f.Message = fmt.Sprintf("%s %s/%s has a preNormal hook that is not satisfied on this pod; kruise waits for the hook controller by design, and that controller has not acted.",
 			w.Kind, w.Namespace, w.Name)
@@ -228,7 +228,7 @@ func (c stuckPreparingNormal) diagnose(env *kruiseEnv, frozen map[types.UID]*fro
 		return f
 	}
 	if hook != nil {
-		f.Evidence = append(f.Evidence, krHookSatisfied(hook, p)...)
+		f.Evidence = append(f.Evidence, krHookSatisfied(hook, &p.ObjectMeta)...)
 	} else {
 		f.Evidence = append(f.Evidence, Evidencef("%s %s/%s has no spec.lifecycle.preNormal hook", w.Kind, w.Namespace, w.Name))
 	}

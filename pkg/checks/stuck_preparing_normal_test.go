@@ -264,7 +264,8 @@ func TestStuckPreparingNormalCandidates(t *testing.T) {
 	w.Replicas, w.Status.Replicas, w.Status.UpdatedReplicas = &two, 2, 2
 	s := ktSnapshot(ktHealthy("v1.7.0"), []*kruise.Workload{w}, nil, nil)
 	for _, p := range []*corev1.Pod{stuck, normal, foreign} {
-		s.Pods = append(s.Pods, &corev1.Pod{ObjectMeta: p.ObjectMeta})
+		meta := p.ObjectMeta
+		s.Pods = append(s.Pods, &meta)
 	}
 	s.Index()
 	got := stuckPreparingNormal{}.PodCandidates(s)

@@ -201,21 +201,27 @@ func (a *termAnalysis) read(in snapshot.Input) bool {
 	return !unread
 }
 
-// pods returns every pod in scope once, the full object when it was read.
+// pods returns once each pod in scope that is being deleted or that OpenKruise holds in
+// PreparingDelete (the only ones the check can report), the full object when it was read.
 func (a *termAnalysis) pods() []*corev1.Pod {
 	seen := map[types.UID]bool{}
 	var out []*corev1.Pod
-	for _, list := range [][]*corev1.Pod{a.s.Pods, a.s.FullPods} {
-		for _, p := range list {
-			if seen[p.UID] {
-				continue
-			}
-			seen[p.UID] = true
-			if full, ok := a.s.FullPod(p.UID); ok {
-				p = full
-			}
-			out = append(out, p)
+	add := func(m *metav1.ObjectMeta) {
+		if seen[m.UID] || (m.DeletionTimestamp == nil && m.Labels[kruise.LabelLifecycleState] != kruise.StatePreparingDelete) {
+			return
 		}
+		seen[m.UID] = true
+		p, full := a.s.FullPod(m.UID)
+		if !full {
+			p = &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: *m}
+		}
+		out = append(out, p)
+	}
+	for _, m := range a.s.Pods {
+		add(m)
+	}
+	for _, p := range a.s.FullPods {
+		add(&p.ObjectMeta)
 	}
 	return out
 }

@@ -309,7 +309,7 @@ func (w stWorld) snap() *snapshot.Snapshot {
 		s.Unread[in] = err
 	}
 	for _, p := range append(append([]*corev1.Pod{}, w.pods...), w.metaOnlyPods...) {
-		s.Pods = append(s.Pods, &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: *p.ObjectMeta.DeepCopy()})
+		s.Pods = append(s.Pods, p.ObjectMeta.DeepCopy())
 	}
 	s.FullPods = w.pods
 	s.Index()

@@ -370,7 +370,9 @@ func (col *collector) readEvents(ctx context.Context) error {
 			}
 			for i := range l.Items {
 				if e := l.Items[i]; e.Type == corev1.EventTypeWarning || strings.HasPrefix(e.InvolvedObject.APIVersion, kruise.Group+"/") {
-					events = append(events, &e) // a copy: the page's other events are not kept alive
+					// A copy, so the page's other events are not kept alive; no check reads who wrote an event.
+					e.ManagedFields = nil
+					events = append(events, &e)
 				}
 			}
 			return l.Continue, nil

@@ -21,8 +21,6 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
-var podTypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
-
 // readPods lists every pod in scope metadata-only (see streamPodMeta: one streamed response or
 // pipelined pages, decoded item by item as they arrive, managedFields skipped). Of a pod's
 // metadata only what the checks read from bulk pods is kept: managedFields, most of a pod's
@@ -30,8 +28,8 @@ var podTypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
 // pods is shared.
 func (col *collector) readPods(ctx context.Context) error {
 	var (
-		pods []*corev1.Pod
-		slab []corev1.Pod // pods are allocated a slab at a time rather than one by one
+		pods []*metav1.ObjectMeta
+		slab []metav1.ObjectMeta // allocated a slab at a time rather than one by one
 		in   = newInterner()
 	)
 	err := col.streamPodMeta(ctx, col.namespace(), metav1.ListOptions{LabelSelector: col.opts.Scope.LabelSelector}, col.podPageSize,
@@ -39,17 +37,17 @@ func (col *collector) readPods(ctx context.Context) error {
 			// Every page of a list is read at the first page's resourceVersion.
 			col.podsRV = l.ResourceVersion
 			if n := l.RemainingItemCount; n != nil && *n > 0 && *n < 1<<24 {
-				pods = make([]*corev1.Pod, 0, col.podPageSize+*n)
+				pods = make([]*metav1.ObjectMeta, 0, col.podPageSize+*n)
 			}
 		},
 		func(m *metav1.ObjectMeta) {
 			if len(slab) == 0 {
-				slab = make([]corev1.Pod, 256)
+				slab = make([]metav1.ObjectMeta, 256)
 			}
 			p := &slab[0]
 			slab = slab[1:]
-			p.TypeMeta, p.ObjectMeta = podTypeMeta, *m
-			in.meta(&p.ObjectMeta)
+			*p = *m
+			in.meta(p)
 			pods = append(pods, p)
 		})
 	if err != nil {
@@ -151,7 +149,7 @@ func (h *optionHeap) Pop() any {
 // before it is sent: a selector is used when it covers several candidates, returns few other pods,
 // and costs less than the GETs it replaces. Options are picked greedily, best saving first (a
 // lazy greedy: an option's saving only shrinks as others cover its candidates).
-func planCandidateReads(all, cands []*corev1.Pod, scoped bool) (lists []selectorRead, gets []*corev1.Pod) {
+func planCandidateReads(all, cands []*metav1.ObjectMeta, scoped bool) (lists []selectorRead, gets []*metav1.ObjectMeta) {
 	type pairKey struct{ ns, k, v string }
 	options := map[pairKey]*selectorOption{}
 	for i, p := range cands {
@@ -237,7 +235,7 @@ func planCandidateReads(all, cands []*corev1.Pod, scoped bool) (lists []selector
 		}
 		lists = append(lists, selectorRead{namespace: o.ns, key: o.k, value: o.v, covers: n, returns: o.returns})
 	}
-	var rest []*corev1.Pod
+	var rest []*metav1.ObjectMeta
 	for i, p := range cands {
 		if !covered[i] {
 			rest = append(rest, p)
@@ -255,7 +253,7 @@ const maxSetSelector = 6000
 // (nearly) unique per pod, such as a CloneSet's instance id or a StatefulSet pod's name: one LIST
 // with the selector `key in (v1,...,vn)` reads them together. A key is used when its values
 // return few other pods and one LIST costs less than the GETs it replaces; the best key first.
-func planSetReads(all, cands []*corev1.Pod) (sets []selectorRead, gets []*corev1.Pod) {
+func planSetReads(all, cands []*metav1.ObjectMeta) (sets []selectorRead, gets []*metav1.ObjectMeta) {
 	if len(cands) < 2 {
 		return nil, cands
 	}
@@ -362,7 +360,7 @@ const maxCandidateRounds = 3
 // returns how many pods it asked for.
 func (col *collector) readCandidates(ctx context.Context, uids []types.UID) (int, error) {
 	want := map[types.UID]bool{}
-	var cands []*corev1.Pod
+	var cands []*metav1.ObjectMeta
 	if col.asked == nil {
 		col.asked = map[types.UID]bool{}
 	}

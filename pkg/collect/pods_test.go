@@ -8,18 +8,17 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-func metaPod(ns, name string, labels map[string]string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "/" + name), Labels: labels}}
+func metaPod(ns, name string, labels map[string]string) *metav1.ObjectMeta {
+	return &metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "/" + name), Labels: labels}
 }
 
 // group returns n pods of one workload in ns, labelled as its controller would.
-func group(ns, app string, n int) []*corev1.Pod {
-	var out []*corev1.Pod
+func group(ns, app string, n int) []*metav1.ObjectMeta {
+	var out []*metav1.ObjectMeta
 	for i := range n {
 		out = append(out, metaPod(ns, fmt.Sprintf("%s-%d", app, i), map[string]string{"app": app, "tier": "web"}))
 	}
@@ -28,18 +27,18 @@ func group(ns, app string, n int) []*corev1.Pod {
 
 func TestPlanCandidateReads(t *testing.T) {
 	// 40 namespaces of 3 workloads x 10 pods; every pod has tier=web.
-	var all []*corev1.Pod
+	var all []*metav1.ObjectMeta
 	for n := range 40 {
 		for _, app := range []string{"a", "b", "c"} {
 			all = append(all, group(fmt.Sprintf("ns-%02d", n), fmt.Sprintf("%s%02d", app, n), 10)...)
 		}
 	}
-	byName := map[string]*corev1.Pod{}
+	byName := map[string]*metav1.ObjectMeta{}
 	for _, p := range all {
 		byName[p.Namespace+"/"+p.Name] = p
 	}
-	pick := func(names ...string) []*corev1.Pod {
-		var out []*corev1.Pod
+	pick := func(names ...string) []*metav1.ObjectMeta {
+		var out []*metav1.ObjectMeta
 		for _, n := range names {
 			out = append(out, byName[n])
 		}
@@ -54,7 +53,7 @@ func TestPlanCandidateReads(t *testing.T) {
 	}
 	tests := []struct {
 		name      string
-		cands     []*corev1.Pod
+		cands     []*metav1.ObjectMeta
 		scoped    bool
 		wantLists []string // namespace/key=value
 		wantGets  int
@@ -109,7 +108,7 @@ func TestPlanCandidateReads(t *testing.T) {
 func TestPlanCandidateReadsScopeWideSelector(t *testing.T) {
 	// 200 candidates across namespaces carry a label no other pod has: one LIST over the scope
 	// beats 200 GETs even though it scans every pod.
-	var all, cands []*corev1.Pod
+	var all, cands []*metav1.ObjectMeta
 	for i := range 5000 {
 		labels := map[string]string{"app": fmt.Sprintf("app-%d", i/10)}
 		if i%25 == 0 {
@@ -197,7 +196,7 @@ func TestInternerSharesManagedFieldSets(t *testing.T) {
 func TestPlanCandidateReadsSetSelector(t *testing.T) {
 	// Two pods of each of 400 workloads, each pod with its own instance label (as CloneSet pods
 	// have): no label pair groups them, one key names them all.
-	var all, cands []*corev1.Pod
+	var all, cands []*metav1.ObjectMeta
 	for w := range 400 {
 		for i := range 10 {
 			p := metaPod(fmt.Sprintf("ns-%d", w%50), fmt.Sprintf("w%d-%d", w, i),

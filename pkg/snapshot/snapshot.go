@@ -94,17 +94,18 @@ type Snapshot struct {
 	Scope         Scope
 	Settings      Settings
 
-	// Pods is every pod in scope. Pods not also in FullPods carry only metadata, without
-	// managedFields and with only the annotations some check reads from them (FullPods have
-	// them all), and may share label maps and ownerReferences slices with each other: like
-	// everything in a snapshot, they are read-only.
-	Pods []*corev1.Pod
+	// Pods is the metadata of every pod in scope, as a metadata-only list returns it but without
+	// managedFields and with only the annotations some check reads from it; FullPods have them
+	// all. Pods may share label maps and ownerReferences slices with each other: like everything
+	// in a snapshot, they are read-only. Metadata rather than whole (mostly empty) Pod objects
+	// keeps a snapshot of 100k pods small.
+	Pods []*metav1.ObjectMeta
 	// FullPods holds the complete objects of the candidate pods.
 	FullPods    []*corev1.Pod
 	Nodes       []*corev1.Node
 	NodeLeases  []*coordinationv1.Lease
 	Leases      []*coordinationv1.Lease
-	Events      []*corev1.Event
+	Events      []*corev1.Event // without managedFields
 	Namespaces  []*corev1.Namespace
 	APIServices []*unstructured.Unstructured
 	Deployments []*appsv1.Deployment
@@ -125,9 +126,9 @@ type Snapshot struct {
 	// they are reported as coverage notes and do not make coverage incomplete.
 	Limits map[Input]string
 
-	podByUID      map[types.UID]*corev1.Pod
+	podByUID      map[types.UID]*metav1.ObjectMeta
 	fullPodByUID  map[types.UID]*corev1.Pod
-	podsByOwner   map[types.UID][]*corev1.Pod
+	podsByOwner   map[types.UID][]*metav1.ObjectMeta
 	podsByNode    map[string][]*corev1.Pod
 	nodeByName    map[string]*corev1.Node
 	nodeLease     map[string]*coordinationv1.Lease
@@ -142,29 +143,30 @@ func (s *Snapshot) Index() {
 	if s.Now.IsZero() {
 		s.Now = time.Now()
 	}
-	s.podByUID = make(map[types.UID]*corev1.Pod, len(s.Pods))
+	s.podByUID = make(map[types.UID]*metav1.ObjectMeta, len(s.Pods))
 	s.fullPodByUID = make(map[types.UID]*corev1.Pod, len(s.FullPods))
-	s.podsByOwner = map[types.UID][]*corev1.Pod{}
+	s.podsByOwner = map[types.UID][]*metav1.ObjectMeta{}
 	s.podsByNode = map[string][]*corev1.Pod{}
 	for _, p := range s.FullPods {
 		s.fullPodByUID[p.UID] = p
 	}
-	for _, p := range s.Pods {
-		if full, ok := s.fullPodByUID[p.UID]; ok {
-			p = full
+	index := func(m *metav1.ObjectMeta) {
+		// A pod read in full is looked up with all of its metadata.
+		if full, ok := s.fullPodByUID[m.UID]; ok {
+			m = &full.ObjectMeta
 		}
-		s.podByUID[p.UID] = p
-		for _, ref := range p.OwnerReferences {
-			s.podsByOwner[ref.UID] = append(s.podsByOwner[ref.UID], p)
+		s.podByUID[m.UID] = m
+		for _, ref := range m.OwnerReferences {
+			s.podsByOwner[ref.UID] = append(s.podsByOwner[ref.UID], m)
 		}
+	}
+	for _, m := range s.Pods {
+		index(m)
 	}
 	// Full pods not listed in Pods (a label-selected read, or a test) still count.
 	for _, p := range s.FullPods {
 		if _, ok := s.podByUID[p.UID]; !ok {
-			s.podByUID[p.UID] = p
-			for _, ref := range p.OwnerReferences {
-				s.podsByOwner[ref.UID] = append(s.podsByOwner[ref.UID], p)
-			}
+			index(&p.ObjectMeta)
 		}
 	}
 	for _, p := range s.fullPodByUID {
@@ -213,12 +215,12 @@ func (s *Snapshot) Index() {
 
 func eventKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
 
-// Pod returns the pod with the given UID and whether its full object was read.
-func (s *Snapshot) Pod(uid types.UID) (*corev1.Pod, bool) {
-	if p, ok := s.fullPodByUID[uid]; ok {
-		return p, true
-	}
-	return s.podByUID[uid], false
+// Pod returns the metadata of the pod with the given UID (nil if there is none) and whether its
+// full object was read.
+func (s *Snapshot) Pod(uid types.UID) (*metav1.ObjectMeta, bool) {
+	m := s.podByUID[uid]
+	_, full := s.fullPodByUID[uid]
+	return m, full
 }
 
 // FullPod returns the complete pod object, if it was read.
@@ -227,8 +229,8 @@ func (s *Snapshot) FullPod(uid types.UID) (*corev1.Pod, bool) {
 	return p, ok
 }
 
-// PodsOwnedBy returns the pods whose ownerReferences name the UID.
-func (s *Snapshot) PodsOwnedBy(uid types.UID) []*corev1.Pod { return s.podsByOwner[uid] }
+// PodsOwnedBy returns the metadata of the pods whose ownerReferences name the UID.
+func (s *Snapshot) PodsOwnedBy(uid types.UID) []*metav1.ObjectMeta { return s.podsByOwner[uid] }
 
 // PodsOnNode returns the fully read pods bound to a node.
 func (s *Snapshot) PodsOnNode(name string) []*corev1.Pod { return s.podsByNode[name] }
@@ -327,4 +329,13 @@ func ControllerOf(meta metav1.Object) *metav1.OwnerReference {
 		}
 	}
 	return nil
+}
+
+// PodMetas returns the metadata of pods, as Snapshot.Pods holds it.
+func PodMetas(pods ...*corev1.Pod) []*metav1.ObjectMeta {
+	out := make([]*metav1.ObjectMeta, len(pods))
+	for i, p := range pods {
+		out[i] = &p.ObjectMeta
+	}
+	return out
 }

@@ -63,15 +63,18 @@ type pickCheck struct {
 }
 
 func (pickCheck) Info() checks.Info {
-	return checks.Info{ID: "pick", Threshold: time.Minute, Needs: []checks.Need{{Input: snapshot.InputPods}, {Input: snapshot.InputEvents}}}
+	return checks.Info{ID: "pick", Threshold: time.Minute,
+		Needs: []checks.Need{{Input: snapshot.InputPods, PodAnnotations: []string{"example.com/read"}}, {Input: snapshot.InputEvents}}}
 }
 func (c pickCheck) PodCandidates(s *snapshot.Snapshot) []types.UID       { return c.pick(s) }
 func (pickCheck) Run(*snapshot.Snapshot, time.Duration) []report.Finding { return nil }
 
 // TestCollectorReadsCandidatesAndEventsServerSide checks how the collector reads what checks ask
-// for: every pod metadata-only in one streamed LIST, without managedFields; the pods of one
-// workload with one LIST by label in their namespace, scattered pods with one GET each, never any
-// other pod in full; and only the events the checks use, filtered by the apiserver.
+// for: every pod metadata-only in one streamed LIST, without managedFields and with only the
+// annotations a check reads; the pods of one workload with one LIST by label in their namespace,
+// pods named by their own values of one label key with one set-based LIST, a pod nothing groups
+// with one GET, never any other pod in full; and only the events the checks use, filtered by the
+// apiserver.
 func TestCollectorReadsCandidatesAndEventsServerSide(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{})
 	c.InstallCRDs(t)
@@ -84,6 +87,7 @@ func TestCollectorReadsCandidatesAndEventsServerSide(t *testing.T) {
 		t.Helper()
 		p := simplePod(ns, name)
 		p.Labels = labels
+		p.Annotations = map[string]string{"example.com/read": "kept", "example.com/unread": "dropped"}
 		got, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("create pod %s/%s: %v", ns, name, err)
@@ -105,6 +109,8 @@ func TestCollectorReadsCandidatesAndEventsServerSide(t *testing.T) {
 		loners = append(loners, p)
 	}
 	create("misc", "other", map[string]string{"tier": "front"})
+	solo := create("misc", "solo", nil)
+	want[solo.UID] = solo.Namespace + "/" + solo.Name
 
 	event := func(name, typ, reason string, ref corev1.ObjectReference) {
 		t.Helper()
@@ -164,21 +170,40 @@ func TestCollectorReadsCandidatesAndEventsServerSide(t *testing.T) {
 		t.Errorf("read in full: %v, want the %d candidates", full, len(want))
 	}
 	for _, p := range snap.Pods {
-		if _, isFull := snap.FullPod(p.UID); !isFull && len(p.ManagedFields) > 0 {
+		if _, isFull := snap.FullPod(p.UID); isFull || (p.Namespace != "shop" && p.Namespace != "misc") {
+			continue
+		}
+		if len(p.ManagedFields) > 0 {
 			t.Errorf("metadata-only pod %s/%s keeps its managedFields", p.Namespace, p.Name)
+		}
+		if len(p.Annotations) != 1 || p.Annotations["example.com/read"] != "kept" {
+			t.Errorf("metadata-only pod %s/%s has annotations %v, want only the one the check reads", p.Namespace, p.Name, p.Annotations)
 		}
 	}
 	// On an apiserver that streams list encodings, the bulk list is one streamed response.
-	if got := log.matching(http.MethodGet, "/api/v1/pods"); len(got) != 1 || strings.Contains(got[0], "limit=") {
-		t.Errorf("bulk pod list requests = %v, want one unpaginated request", got)
+	var bulk []string
+	for _, r := range log.matching(http.MethodGet, "/api/v1/pods") {
+		if !strings.Contains(r, "labelSelector=") {
+			bulk = append(bulk, r)
+		}
+	}
+	if len(bulk) != 1 || strings.Contains(bulk[0], "limit=") {
+		t.Errorf("bulk pod list requests = %v, want one unpaginated request", bulk)
 	}
 	if got := log.matching(http.MethodGet, "/api/v1/namespaces/shop/pods", "labelSelector=app%3Dweb"); len(got) != 1 {
 		t.Errorf("the workload's pods were not read with one LIST by label in their namespace: %v", got)
 	}
+	if got := log.matching(http.MethodGet, "/api/v1/pods", "labelSelector=job+in+%28job-0%2Cjob-1%29", "resourceVersion="); len(got) != 1 {
+		t.Errorf("pods named by their own job label were not read with one set-based LIST at the list's resourceVersion: %v",
+			log.matching(http.MethodGet, "/api/v1/pods"))
+	}
 	for _, p := range loners {
-		if got := log.matching(http.MethodGet, "/api/v1/namespaces/misc/pods/"+p.Name, "resourceVersion="); len(got) != 1 {
-			t.Errorf("scattered pod %s: %d GETs at the list's resourceVersion, want 1", p.Name, len(got))
+		if got := log.matching(http.MethodGet, "/api/v1/namespaces/misc/pods/"+p.Name); len(got) != 0 {
+			t.Errorf("pod %s read with its own GET: %v", p.Name, got)
 		}
+	}
+	if got := log.matching(http.MethodGet, "/api/v1/namespaces/misc/pods/solo", "resourceVersion="); len(got) != 1 {
+		t.Errorf("pod solo: %d GETs at the list's resourceVersion, want 1", len(got))
 	}
 	for i := range 8 {
 		if got := log.matching(http.MethodGet, fmt.Sprintf("/api/v1/namespaces/shop/pods/web-%d", i)); len(got) != 0 {
