@@ -330,12 +330,3 @@ func ControllerOf(meta metav1.Object) *metav1.OwnerReference {
 	}
 	return nil
 }
-
-// PodMetas returns the metadata of pods, as Snapshot.Pods holds it.
-func PodMetas(pods ...*corev1.Pod) []*metav1.ObjectMeta {
-	out := make([]*metav1.ObjectMeta, len(pods))
-	for i, p := range pods {
-		out[i] = &p.ObjectMeta
-	}
-	return out
-}
