@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"container/heap"
 	"context"
+	"encoding/json"
 	"fmt"
 	"hash/maphash"
 	"io"
@@ -351,6 +352,25 @@ func chunkValues(key string, values []string) [][]string {
 	return out
 }
 
+// metadataFields keeps, of a managedFields field set, only the metadata fields: what the checks
+// read of a pod's managedFields (who set a label or a finalizer). The spec and status field sets
+// are most of a full pod's metadata, and unique to each pod (its IPs are keys in them).
+func metadataFields(raw []byte) []byte {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(raw, &top) != nil {
+		return raw
+	}
+	md, ok := top["f:metadata"]
+	if !ok {
+		return []byte("{}")
+	}
+	out, err := json.Marshal(map[string]json.RawMessage{"f:metadata": md})
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
 // maxCandidateRounds bounds how often the checks are asked for candidates in one scan.
 const maxCandidateRounds = 3
 
@@ -390,6 +410,11 @@ func (col *collector) readCandidates(ctx context.Context, uids []types.UID) (int
 			return
 		}
 		seen[p.UID] = true
+		for i := range p.ManagedFields {
+			if f := p.ManagedFields[i].FieldsV1; f != nil {
+				f.Raw = metadataFields(f.Raw)
+			}
+		}
 		in.managedFields(&p.ObjectMeta)
 		full = append(full, p)
 	}

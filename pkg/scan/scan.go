@@ -33,11 +33,13 @@ type Options struct {
 	PageSize int64
 }
 
-// Clients builds the API clients for a scan from a REST config, with QPS and burst raised: a scan
-// issues a burst of LISTs and the client-side defaults (5/10) would throttle it.
+// Clients builds the API clients for a scan from a REST config, without client-side rate limiting:
+// the collector bounds the requests in flight itself, and the apiserver's priority and fairness
+// decides how fast it serves them. A token bucket (client-go's default 5/s, or even 50/s) would
+// hold a large cluster's candidate reads back by seconds while the apiserver idles.
 func Clients(cfg *rest.Config) (collect.Clients, error) {
 	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = 50, 100
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
 	// The objects input lists every resource, deprecated ones included; the apiserver's
 	// deprecation warnings about those lists are noise on the user's terminal.
 	cfg.WarningHandler = rest.NoWarnings{}

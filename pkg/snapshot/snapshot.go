@@ -100,7 +100,8 @@ type Snapshot struct {
 	// in a snapshot, they are read-only. Metadata rather than whole (mostly empty) Pod objects
 	// keeps a snapshot of 100k pods small.
 	Pods []*metav1.ObjectMeta
-	// FullPods holds the complete objects of the candidate pods.
+	// FullPods holds the complete objects of the candidate pods, except that the field sets of
+	// their managedFields keep only metadata fields (who wrote the spec or status is not kept).
 	FullPods    []*corev1.Pod
 	Nodes       []*corev1.Node
 	NodeLeases  []*coordinationv1.Lease
