@@ -309,6 +309,7 @@ func measure(ctx context.Context, cfg config, r *runner, res *result) error {
 					return err
 				}
 				res.floorGzip = append(res.floorGzip, f)
+				logf("%d pods, run %d: floor %s, with gzip %s", res.pods, i+1, res.floor[len(res.floor)-1].wall.Round(time.Millisecond), f.wall.Round(time.Millisecond))
 				s, err := r.scan(ctx, nil)
 				res.scan = append(res.scan, s)
 				logf("%d pods, run %d: workloaddoctor scan -A -o json: %s, %s peak RSS, %d requests", res.pods, i+1, s.wall.Round(time.Millisecond), mib(s.maxRSS), s.reads.requests)
