@@ -63,7 +63,10 @@ func (resizePolicyDrift) Info() Info {
 			"compares every owned pod's containers[].resizePolicy with the workload template (and, for injected sidecars, " +
 			"with the SidecarSet), container by container and resource by resource. An unset entry equals NotRequired, " +
 			"the value the kubelet applies and that v1.27-v1.32 apiservers write on pods with InPlacePodVerticalScaling on; " +
-			"the order of entries does not matter. Only the pods of in-place workloads are read in full.",
+			"the order of entries does not matter. Pods one workload created from one revision with the same sidecars are " +
+			"alike, so of each such group the oldest pod (and the newest, when they were created more than an hour apart) is " +
+			"read in full, and the whole group when it differs in any way; pods updated in place or named by a failed " +
+			"in-place update are always read.",
 		Threshold: 5 * time.Minute,
 		RootCauses: []RootCause{
 			{
