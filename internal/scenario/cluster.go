@@ -93,9 +93,11 @@ spec:
     delete: true
 `
 
-// kwokLogs has kwok serve the kruise-manager container's log (pods/log through the apiserver and
-// kwok's kubelet API) from the file the manager's stand-in writes.
-const kwokLogs = `---
+// KwokClusterLogs is a kwok config document that has kwok serve, as the log of the named container
+// of every pod in namespace (pods/log through the apiserver and kwok's kubelet API), the file
+// logFile, which the kruise-manager's stand-in writes.
+func KwokClusterLogs(namespace, container, logFile string) string {
+	return fmt.Sprintf(`---
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: ClusterLogs
 metadata:
@@ -106,7 +108,8 @@ spec:
   logs:
   - containers: [%s]
     logsFile: %s
-`
+`, namespace, container, logFile)
+}
 
 // Files are the files ClusterOptions writes next to the cluster.
 type Files struct {
@@ -128,7 +131,7 @@ func ClusterOptions(dir string) (testcluster.Options, Files, error) {
 		return testcluster.Options{}, files, fmt.Errorf("scenario files: %w", err)
 	}
 	config := filepath.Join(dir, "kwok.yaml")
-	if err := os.WriteFile(config, []byte(KwokStages+fmt.Sprintf(kwokLogs, KruiseNamespace, managerContainer, files.ManagerLog)), 0o600); err != nil {
+	if err := os.WriteFile(config, []byte(KwokStages+KwokClusterLogs(KruiseNamespace, managerContainer, files.ManagerLog)), 0o600); err != nil {
 		return testcluster.Options{}, files, fmt.Errorf("scenario files: %w", err)
 	}
 	cert, key, err := servingCert(dir)

@@ -454,16 +454,7 @@ func (b *builder) legacy(ctx context.Context, _ *Shop) error {
 	}
 	err := poll(ctx, time.Minute, "APIService "+legacyAPIService+" to be unavailable", func(ctx context.Context) (bool, error) {
 		got, err := b.env.Dynamic.Resource(apiServices).Get(ctx, legacyAPIService, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
-		for _, c := range conds {
-			if m, ok := c.(map[string]any); ok && m["type"] == "Available" && m["status"] == "False" {
-				return true, nil
-			}
-		}
-		return false, nil
+		return err == nil && APIServiceUnavailable(got), err
 	})
 	if err != nil {
 		return err
@@ -619,3 +610,15 @@ func (s *Shop) expect(check, rootCause string, obj Object, fixable bool, story s
 }
 
 func pod(name string) Object { return Object{"Pod", Namespace, name} }
+
+// APIServiceUnavailable reports whether the kube-apiserver's availability controller has marked an
+// APIService Available=False (its service cannot be reached).
+func APIServiceUnavailable(svc *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(svc.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Available" && m["status"] == "False" {
+			return true
+		}
+	}
+	return false
+}

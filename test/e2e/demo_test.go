@@ -12,6 +12,7 @@ import (
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fix"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
@@ -72,13 +73,7 @@ func TestDemoScenarios(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("fix -A --yes: exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}
-		var doc struct {
-			Results []struct {
-				Action string `json:"action"`
-				Status string `json:"status"`
-				Reason string `json:"reason"`
-			} `json:"results"`
-		}
+		var doc fix.Document
 		if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 			t.Fatalf("fix -o json: %v\n%s", err, stdout)
 		}
@@ -86,7 +81,7 @@ func TestDemoScenarios(t *testing.T) {
 			t.Fatalf("fix applied nothing:\n%s\n%s", stdout, stderr)
 		}
 		for _, r := range doc.Results {
-			if r.Status != "applied" && r.Status != "already-resolved" {
+			if r.Status != fix.StatusApplied && r.Status != fix.StatusAlreadyResolved {
 				t.Errorf("fix %s: %s (%s)", r.Action, r.Status, r.Reason)
 			}
 		}

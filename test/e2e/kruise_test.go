@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
@@ -346,17 +347,7 @@ func startKruiseCluster(t *testing.T) *krEnv {
 		t.Fatal(err)
 	}
 	// kwok serves the log of the manager container of every pod in krLogsNamespace from logFile.
-	config := fmt.Sprintf(`apiVersion: kwok.x-k8s.io/v1alpha1
-kind: ClusterLogs
-metadata:
-  name: kruise-manager
-spec:
-  selector:
-    matchNamespaces: [%s]
-  logs:
-  - containers: [manager]
-    logsFile: %s
-`, krLogsNamespace, logFile)
+	config := scenario.KwokClusterLogs(krLogsNamespace, "manager", logFile)
 	configFile := filepath.Join(dir, "kwok.yaml")
 	if err := os.WriteFile(configFile, []byte(config), 0o600); err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fix"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
@@ -381,16 +382,7 @@ func (e *teEnv) namespaceDiscovery(t *testing.T) {
 	t.Cleanup(removeAPIService) // it blocks every namespace deletion in the cluster
 	eventually(t, 60*time.Second, "APIService "+svcName+" to be unavailable", func(ctx context.Context) (bool, error) {
 		got, err := dyn.Get(ctx, svcName, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
-		for _, c := range conds {
-			if m, ok := c.(map[string]any); ok && m["type"] == "Available" && m["status"] == "False" {
-				return true, nil
-			}
-		}
-		return false, nil
+		return err == nil && scenario.APIServiceUnavailable(got), err
 	})
 
 	e.namespace(t, ns)
@@ -626,19 +618,13 @@ func (e *teEnv) fix(t *testing.T, ns, ids string, wantExit int, wantStatus ...st
 	if code != wantExit {
 		t.Fatalf("fix %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", ids, code, wantExit, stdout, stderr)
 	}
-	var doc struct {
-		Results []struct {
-			Action string `json:"action"`
-			Status string `json:"status"`
-			Reason string `json:"reason"`
-		} `json:"results"`
-	}
+	var doc fix.Document
 	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 		t.Fatalf("fix -o json is not a result document: %v\n%s", err, stdout)
 	}
 	var got []string
 	for _, r := range doc.Results {
-		got = append(got, r.Status)
+		got = append(got, string(r.Status))
 	}
 	if strings.Join(got, ",") != strings.Join(wantStatus, ",") {
 		t.Fatalf("fix %s: statuses %v, want %v\n%s", ids, got, wantStatus, stdout)
