@@ -12,11 +12,12 @@ import (
 // Version is a semantic version as Kubernetes components and images report it.
 type Version struct {
 	Major, Minor, Patch int
-	// Pre is the pre-release part ("rc.1"); build metadata after '+' is dropped.
+	// Pre is the pre-release part ("rc.1"). Build metadata after '+' and vendor suffixes after
+	// '-' ("eks-3cfe0ce", "gke.1234000") are dropped: they name a build of the base version.
 	Pre string
 }
 
-// ParseVersion accepts "v1.7.0", "1.7", "v1.37.1+k3s1", "v1.9.0-rc.1".
+// ParseVersion accepts "v1.7.0", "1.7", "v1.37.1+k3s1", "v1.9.0-rc.1", "v1.33.5-eks-3cfe0ce".
 func ParseVersion(s string) (Version, error) {
 	orig := s
 	s = strings.TrimSpace(s)
@@ -26,9 +27,13 @@ func ParseVersion(s string) (Version, error) {
 	}
 	var v Version
 	if i := strings.IndexByte(s, '-'); i >= 0 {
-		v.Pre, s = s[i+1:], s[:i]
-		if v.Pre == "" {
+		suffix := s[i+1:]
+		s = s[:i]
+		if suffix == "" {
 			return Version{}, fmt.Errorf("version %q: empty pre-release", orig)
+		}
+		if isPreRelease(suffix) {
+			v.Pre = suffix
 		}
 	}
 	parts := strings.Split(s, ".")
@@ -45,6 +50,21 @@ func ParseVersion(s string) (Version, error) {
 	}
 	v.Major, v.Minor, v.Patch = nums[0], nums[1], nums[2]
 	return v, nil
+}
+
+// isPreRelease tells a pre-release ("rc.1", "beta.0", "alpha.2.15") from a vendor's build suffix
+// ("eks-3cfe0ce", "gke.1234000", "tke.3"). Managed clusters and mirrored images append the latter
+// to the release they are built from, so ordering them as pre-releases would put EKS 1.33 below
+// 1.33.0. Kubernetes and OpenKruise name their pre-releases alpha, beta and rc.
+func isPreRelease(suffix string) bool {
+	first, _, _ := strings.Cut(suffix, ".")
+	first, _, _ = strings.Cut(first, "-")
+	word := strings.TrimRight(strings.ToLower(first), "0123456789")
+	switch word {
+	case "alpha", "beta", "rc", "pre", "dev":
+		return true
+	}
+	return false
 }
 
 func digits(s string) bool {

@@ -14,6 +14,14 @@ func TestParseVersion(t *testing.T) {
 		{in: "1.7", want: "v1.7.0"},
 		{in: "v1.37.1+k3s1", want: "v1.37.1"},
 		{in: "v1.9.0-rc.1", want: "v1.9.0-rc.1"},
+		{in: "v1.38.0-alpha.0.123+0a1b2c3", want: "v1.38.0-alpha.0.123"},
+		{in: "v1.34.0-beta.1", want: "v1.34.0-beta.1"},
+		// Managed control planes and mirrored images append a build suffix to the release.
+		{in: "v1.33.5-eks-3cfe0ce", want: "v1.33.5"},
+		{in: "v1.32.4-gke.1234000", want: "v1.32.4"},
+		{in: "v1.31.2+k3s1", want: "v1.31.2"},
+		{in: "v1.30.1-aliyun.1", want: "v1.30.1"},
+		{in: "v1.7.3-hotfix2", want: "v1.7.3"},
 		{in: " v0.5.0 ", want: "v0.5.0"},
 		{in: "latest", wantErr: true},
 		{in: "v1", wantErr: true},
@@ -56,6 +64,28 @@ func TestCompare(t *testing.T) {
 	}
 }
 
+// A vendor build of a release orders as that release, so the version ranges that pick defaulting
+// rules (1.27-1.32 versus 1.33+) and known bugs see EKS 1.33 as 1.33.
+func TestVendorSuffixOrdersAsBaseVersion(t *testing.T) {
+	cases := []struct{ vendor, atLeast, below string }{
+		{"v1.33.5-eks-3cfe0ce", "v1.33.0", "v1.34.0"},
+		{"v1.32.4-gke.1234000", "v1.32.4", "v1.33.0"},
+		{"v1.31.2+k3s1", "v1.31.2", "v1.32.0"},
+	}
+	for _, c := range cases {
+		v := mustVersion(c.vendor)
+		if !v.AtLeast(mustVersion(c.atLeast)) || !v.Less(mustVersion(c.below)) {
+			t.Errorf("%s: want >= %s and < %s, parsed as %s", c.vendor, c.atLeast, c.below, v)
+		}
+	}
+	if !(Range{From: "v1.27.0", Fixed: "v1.33.0"}).Contains(mustVersion("v1.32.9-eks-abcdef0")) {
+		t.Errorf("EKS 1.32 must be inside [1.27, 1.33)")
+	}
+	if (Range{From: "v1.27.0", Fixed: "v1.33.0"}).Contains(mustVersion("v1.33.5-eks-3cfe0ce")) {
+		t.Errorf("EKS 1.33 must be outside [1.27, 1.33)")
+	}
+}
+
 func TestRangeContains(t *testing.T) {
 	r := Range{From: "v1.4.0", Fixed: "v1.9.0"}
 	for v, want := range map[string]bool{"v1.3.9": false, "v1.4.0": true, "v1.8.4": true, "v1.9.0": false, "v1.9.0-rc.1": true} {
@@ -74,6 +104,7 @@ func TestImageVersion(t *testing.T) {
 		"registry.local:5000/mirror/kruise-manager:v1.8.4":      "v1.8.4",
 		"ghcr.io/x/kruise-manager:v1.9.0@sha256:0123456789abcd": "v1.9.0",
 		"registry.k8s.io/kwok/kwok:v0.5.0":                      "v0.5.0",
+		"mirror.local/kruise-manager:v1.8.4-patched.2":          "v1.8.4",
 	}
 	for image, want := range cases {
 		v, err := ImageVersion(image)
