@@ -1,4 +1,5 @@
-// Package checks holds the diagnostics: one file per check plus the registry that runs them.
+// Package checks holds what every diagnostic shares: the Check interface, the registry that runs
+// checks, and the finding builder. Each check lives in a subpackage; package builtin lists them.
 // A check is a pure function of the snapshot: it never calls the API.
 package checks
 
@@ -70,11 +71,6 @@ func NewRegistry(cs ...Check) *Registry {
 	r := &Registry{checks: append([]Check(nil), cs...)}
 	sort.Slice(r.checks, func(i, j int) bool { return r.checks[i].Info().ID < r.checks[j].Info().ID })
 	return r
-}
-
-// Default returns a registry of every built-in check.
-func Default() *Registry {
-	return NewRegistry(builtin()...)
 }
 
 // All returns every check.

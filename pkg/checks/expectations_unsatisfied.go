@@ -326,7 +326,7 @@ func frozenVerdict(env *kruiseEnv, w *kruise.Workload, th time.Duration) *frozen
 // expectationsFinding decides the root cause of a frozen CloneSet and builds its finding.
 func expectationsFinding(info Info, env *kruiseEnv, v *frozenWorkload) report.Finding {
 	w, s := v.w, env.s
-	f := Finding{
+	f := Draft{
 		Object:   krWorkloadRef(w),
 		Since:    v.since,
 		Evidence: append(append([]string{}, v.signals...), v.support...),

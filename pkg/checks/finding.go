@@ -24,8 +24,8 @@ func OwnerRef(namespace string, ref *metav1.OwnerReference) *report.ObjectRef {
 	return &report.ObjectRef{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: namespace, Name: ref.Name, UID: string(ref.UID)}
 }
 
-// Finding is what a check fills in; NewFinding completes it from the check's root-cause table.
-type Finding struct {
+// Draft is what a check fills in; NewFinding completes it from the check's root-cause table.
+type Draft struct {
 	RootCause string
 	Object    report.ObjectRef
 	Owner     *report.ObjectRef
@@ -41,7 +41,7 @@ type Finding struct {
 
 // NewFinding builds a report finding: severity and references come from the check's root-cause
 // table, so `checks`/`explain` and the findings cannot disagree.
-func NewFinding(info Info, f Finding) report.Finding {
+func NewFinding(info Info, f Draft) report.Finding {
 	var rc RootCause
 	for _, r := range info.RootCauses {
 		if r.ID == f.RootCause {

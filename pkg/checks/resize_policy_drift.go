@@ -699,8 +699,8 @@ func rpQuoteEvent(msg string) string {
 	return msg
 }
 
-func (e *rpEnv) diagnose(p *rpPod) (Finding, bool) {
-	base := Finding{
+func (e *rpEnv) diagnose(p *rpPod) (Draft, bool) {
+	base := Draft{
 		Object: Ref("v1", "Pod", p.pod),
 		Owner:  rpWorkloadRef(p.w),
 		Node:   p.pod.Spec.NodeName,
@@ -730,7 +730,7 @@ func (e *rpEnv) diagnose(p *rpPod) (Finding, bool) {
 	if cs := p.defaultedOnly(); len(cs) > 0 && e.serverDefaults() {
 		return e.benign(base, p, cs), true
 	}
-	return Finding{}, false
+	return Draft{}, false
 }
 
 // rpUpdatePending reports whether the pod still waits for an update: it is on an older revision,
@@ -881,7 +881,7 @@ func rpEvictFix(p *rpPod, note string) report.Fix {
 	return report.Fix{Action: ActionEvictPod, Description: desc, Risk: report.RiskMedium, Params: map[string]string{}}
 }
 
-func (e *rpEnv) kruiseDrops(f Finding, p *rpPod, rejected []*rpContainer, how string, seen, all []rpRejection) Finding {
+func (e *rpEnv) kruiseDrops(f Draft, p *rpPod, rejected []*rpContainer, how string, seen, all []rpRejection) Draft {
 	f.RootCause = rcKruiseDropsResizePolicy
 	f.Summary = fmt.Sprintf("kruise-manager %s drops resizePolicy: in-place updates of this pod are rejected", e.mgr.Version)
 	f.Message = fmt.Sprintf("kruise-manager %s has no resizePolicy in its Kubernetes API; its in-place update sends pod %s without the field "+
@@ -944,7 +944,7 @@ func rpEventFirst(ev *corev1.Event) time.Time {
 // creates and injects pods through an API without resizePolicy, so it would not.
 func (e *rpEnv) recreateHelps() bool { return !e.mgrOld }
 
-func (e *rpEnv) sidecarDrift(f Finding, p *rpPod, cs []*rpContainer) Finding {
+func (e *rpEnv) sidecarDrift(f Draft, p *rpPod, cs []*rpContainer) Draft {
 	var sets []string
 	for _, c := range cs {
 		sets = append(sets, c.sidecarSets...)
@@ -966,7 +966,7 @@ func (e *rpEnv) sidecarDrift(f Finding, p *rpPod, cs []*rpContainer) Finding {
 	return f
 }
 
-func (e *rpEnv) immutable(f Finding, p *rpPod, cs []*rpContainer) Finding {
+func (e *rpEnv) immutable(f Draft, p *rpPod, cs []*rpContainer) Draft {
 	f.RootCause = rcResizePolicyImmutable
 	f.Summary = fmt.Sprintf("container %s resizePolicy differs from the template and cannot change in place", cs[0].name)
 	f.Message = fmt.Sprintf("The %s template declares a different resizePolicy than pod %s has; a pod update may not change resizePolicy, so the pod keeps its own until it is recreated.",
@@ -983,7 +983,7 @@ func (e *rpEnv) immutable(f Finding, p *rpPod, cs []*rpContainer) Finding {
 	return f
 }
 
-func (e *rpEnv) benign(f Finding, p *rpPod, cs []*rpContainer) Finding {
+func (e *rpEnv) benign(f Draft, p *rpPod, cs []*rpContainer) Draft {
 	f.RootCause = rcBenignDefaulting
 	f.Summary = "resizePolicy on the pod was defaulted by the apiserver; it means the same as the template"
 	f.Message = fmt.Sprintf("Apiserver %s added resizePolicy NotRequired to pod %s where the %s template sets none; NotRequired is also what an unset entry means, so nothing differs in effect.",

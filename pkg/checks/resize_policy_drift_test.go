@@ -642,9 +642,6 @@ func TestResizePolicyDriftInfo(t *testing.T) {
 	if sev[rcKruiseDropsResizePolicy] != report.SeverityError || sev[rcBenignDefaulting] != report.SeverityInfo {
 		t.Errorf("severities = %v", sev)
 	}
-	if _, ok := Default().Get(CheckResizePolicyDrift); !ok {
-		t.Error("resize-policy-drift is not registered")
-	}
 }
 
 func TestResizePolicyQuoteEvent(t *testing.T) {

@@ -164,10 +164,10 @@ func (c stuckPreparingNormal) Run(s *snapshot.Snapshot, threshold time.Duration)
 
 // diagnose decides the root cause of one stuck pod, in the order the issue fixes.
 func (c stuckPreparingNormal) diagnose(env *kruiseEnv, frozen map[types.UID]*frozenWorkload, p *corev1.Pod, w *kruise.Workload,
-	since time.Time, sinceSource string) Finding {
+	since time.Time, sinceSource string) Draft {
 	s := env.s
 	ref := snapshot.ControllerOf(p)
-	f := Finding{
+	f := Draft{
 		Object: Ref("v1", "Pod", p),
 		Owner:  OwnerRef(p.Namespace, ref),
 		Node:   p.Spec.NodeName,

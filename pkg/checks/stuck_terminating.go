@@ -259,7 +259,7 @@ func (a *termAnalysis) deletionEvidence(m metav1.Object) string {
 }
 
 // finish completes a finding for the subject with the fields every finding shares.
-func (a *termAnalysis) finish(subj stSubject, since time.Time, f Finding, node string) report.Finding {
+func (a *termAnalysis) finish(subj stSubject, since time.Time, f Draft, node string) report.Finding {
 	f.Object = subj.ref
 	f.Owner = OwnerRef(subj.meta.GetNamespace(), snapshot.ControllerOf(subj.meta))
 	f.Since = since
@@ -295,17 +295,17 @@ func (a *termAnalysis) pod(p *corev1.Pod) (report.Finding, bool) {
 	}
 	_, full := a.s.FullPod(p.UID)
 	owners := stNewOwnerCache(a, subj)
-	steps := []func() (Finding, bool){
-		func() (Finding, bool) { return a.nodeMissing(p, full, owners) },
-		func() (Finding, bool) { return a.nodeNotReady(p, full) },
-		func() (Finding, bool) { return a.kwokStageNotRun(p, full) },
-		func() (Finding, bool) { return a.kruisePreDelete(p, since) },
-		func() (Finding, bool) { return a.ownerPaused(subj, owners) },
-		func() (Finding, bool) { return a.readdRace(subj, owners) },
+	steps := []func() (Draft, bool){
+		func() (Draft, bool) { return a.nodeMissing(p, full, owners) },
+		func() (Draft, bool) { return a.nodeNotReady(p, full) },
+		func() (Draft, bool) { return a.kwokStageNotRun(p, full) },
+		func() (Draft, bool) { return a.kruisePreDelete(p, since) },
+		func() (Draft, bool) { return a.ownerPaused(subj, owners) },
+		func() (Draft, bool) { return a.readdRace(subj, owners) },
 		// While the grace period is above 0 the kubelet has not confirmed the containers stopped:
 		// finalizers matter only once it has, so it comes before them.
-		func() (Finding, bool) { return a.kubeletKillFailing(p, full, owners) },
-		func() (Finding, bool) { return a.finalizerOwners(subj, owners) },
+		func() (Draft, bool) { return a.kubeletKillFailing(p, full, owners) },
+		func() (Draft, bool) { return a.finalizerOwners(subj, owners) },
 	}
 	for _, step := range steps {
 		if f, ok := step(); ok {
@@ -326,10 +326,10 @@ func (a *termAnalysis) object(o snapshot.Object) (report.Finding, bool) {
 	}
 	subj := stSubject{ref: Ref(o.APIVersion(), o.Kind, o.Meta), kind: o.Kind, group: o.Resource.Group, meta: o.Meta, noun: "Deleting"}
 	owners := stNewOwnerCache(a, subj)
-	for _, step := range []func() (Finding, bool){
-		func() (Finding, bool) { return a.ownerPaused(subj, owners) },
-		func() (Finding, bool) { return a.readdRace(subj, owners) },
-		func() (Finding, bool) { return a.finalizerOwners(subj, owners) },
+	for _, step := range []func() (Draft, bool){
+		func() (Draft, bool) { return a.ownerPaused(subj, owners) },
+		func() (Draft, bool) { return a.readdRace(subj, owners) },
+		func() (Draft, bool) { return a.finalizerOwners(subj, owners) },
 	} {
 		if f, ok := step(); ok {
 			return a.finish(subj, since, f, ""), true
@@ -351,17 +351,17 @@ func stLifecycleSince(p *corev1.Pod) (time.Time, bool) {
 }
 
 // kruisePreDelete reports a pod held in PreparingDelete by its workload's preDelete hook.
-func (a *termAnalysis) kruisePreDelete(p *corev1.Pod, since time.Time) (Finding, bool) {
+func (a *termAnalysis) kruisePreDelete(p *corev1.Pod, since time.Time) (Draft, bool) {
 	if p.Labels[kruise.LabelLifecycleState] != kruise.StatePreparingDelete {
-		return Finding{}, false
+		return Draft{}, false
 	}
 	ref := snapshot.ControllerOf(p)
 	if ref == nil {
-		return Finding{}, false
+		return Draft{}, false
 	}
 	w, ok := a.s.Workload(ref.UID)
 	if !ok || w.Lifecycle.PreDelete.Empty() {
-		return Finding{}, false
+		return Draft{}, false
 	}
 	hook := w.Lifecycle.PreDelete
 	var fins, labels []string
@@ -377,7 +377,7 @@ func (a *termAnalysis) kruisePreDelete(p *corev1.Pod, since time.Time) (Finding,
 	}
 	// Once the pod is deleted only finalizers can hold it; before, labels hold OpenKruise back too.
 	if len(fins) == 0 && (p.DeletionTimestamp != nil || len(labels) == 0) {
-		return Finding{}, false
+		return Draft{}, false
 	}
 	wl := fmt.Sprintf("%s %s/%s", w.Kind, w.Namespace, w.Name)
 	ev := []string{}
@@ -407,7 +407,7 @@ func (a *termAnalysis) kruisePreDelete(p *corev1.Pod, since time.Time) (Finding,
 	if p.DeletionTimestamp == nil {
 		state = "was chosen for deletion (PreparingDelete)"
 	}
-	return Finding{
+	return Draft{
 		RootCause: RCKruisePreDeleteHook,
 		Summary: fmt.Sprintf("PreparingDelete for %s: preDelete hook %s of %s not released", Age(a.now, since),
 			strings.Join(held, ", "), wl),

@@ -42,10 +42,10 @@ type stPausedObject struct {
 }
 
 // ownerPaused reports an object that is paused itself or whose Cluster API owner is paused.
-func (a *termAnalysis) ownerPaused(subj stSubject, owners *stOwnerCache) (Finding, bool) {
+func (a *termAnalysis) ownerPaused(subj stSubject, owners *stOwnerCache) (Draft, bool) {
 	paused := a.pausedChain(subj)
 	if len(paused) == 0 {
-		return Finding{}, false
+		return Draft{}, false
 	}
 	var ev, names []string
 	for _, p := range paused {
@@ -70,7 +70,7 @@ func (a *termAnalysis) ownerPaused(subj stSubject, owners *stOwnerCache) (Findin
 	} else {
 		msg += " If nothing is being moved, unpause it (remove the annotation or set spec.paused=false) and the controller completes the deletion."
 	}
-	return Finding{
+	return Draft{
 		RootCause: RCOwnerPaused,
 		Summary: fmt.Sprintf("%s for %s: %s is paused", subj.noun, Age(a.now, subj.meta.GetDeletionTimestamp().Time),
 			strings.Join(names, ", ")),
@@ -185,7 +185,7 @@ func (a *termAnalysis) objectByUID(uid string) (snapshot.Object, bool) {
 
 // readdRace reports Warning events showing a controller that keeps adding a finalizer to the
 // object after its deletion began.
-func (a *termAnalysis) readdRace(subj stSubject, owners *stOwnerCache) (Finding, bool) {
+func (a *termAnalysis) readdRace(subj stSubject, owners *stOwnerCache) (Draft, bool) {
 	type reporter struct {
 		name, reason, message string
 		count                 int32
@@ -208,7 +208,7 @@ func (a *termAnalysis) readdRace(subj stSubject, owners *stOwnerCache) (Finding,
 		}
 	}
 	if len(byName) == 0 {
-		return Finding{}, false
+		return Draft{}, false
 	}
 	var reps []*reporter
 	for _, r := range byName {
@@ -248,7 +248,7 @@ func (a *termAnalysis) readdRace(subj stSubject, owners *stOwnerCache) (Finding,
 	for _, o := range owners.missing() {
 		fixes = append(fixes, stRemoveFinalizerFix(o, report.RiskMedium))
 	}
-	return Finding{
+	return Draft{
 		RootCause: RCFinalizerReaddRace,
 		Summary: fmt.Sprintf("%s for %s: %s keeps re-adding a finalizer (%d refused)", subj.noun,
 			Age(a.now, subj.meta.GetDeletionTimestamp().Time), strings.Join(names, ", "), total),

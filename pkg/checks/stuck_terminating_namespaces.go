@@ -50,12 +50,12 @@ func (a *termAnalysis) namespace(ns *corev1.Namespace) (report.Finding, bool) {
 	}
 	subj := stSubject{ref: Ref("v1", "Namespace", ns), kind: "Namespace", meta: ns, noun: "Terminating"}
 	owners := stNewOwnerCache(a, subj)
-	steps := []func() (Finding, bool){
-		func() (Finding, bool) { return a.namespaceDiscovery(ns) },
-		func() (Finding, bool) { return a.namespaceContent(ns) },
-		func() (Finding, bool) { return a.readdRace(subj, owners) },
-		func() (Finding, bool) { return a.finalizerOwners(subj, owners) },
-		func() (Finding, bool) { return a.namespaceControllerIdle(ns) },
+	steps := []func() (Draft, bool){
+		func() (Draft, bool) { return a.namespaceDiscovery(ns) },
+		func() (Draft, bool) { return a.namespaceContent(ns) },
+		func() (Draft, bool) { return a.readdRace(subj, owners) },
+		func() (Draft, bool) { return a.finalizerOwners(subj, owners) },
+		func() (Draft, bool) { return a.namespaceControllerIdle(ns) },
 	}
 	for _, step := range steps {
 		if f, ok := step(); ok {
@@ -74,10 +74,10 @@ func (a *termAnalysis) namespace(ns *corev1.Namespace) (report.Finding, bool) {
 }
 
 // namespaceDiscovery reports a namespace whose deletion waits on failing API discovery.
-func (a *termAnalysis) namespaceDiscovery(ns *corev1.Namespace) (Finding, bool) {
+func (a *termAnalysis) namespaceDiscovery(ns *corev1.Namespace) (Draft, bool) {
 	c := stNamespaceCondition(ns, corev1.NamespaceDeletionDiscoveryFailure)
 	if c == nil {
-		return Finding{}, false
+		return Draft{}, false
 	}
 	ev := []string{a.conditionLine(c)}
 	gvs := map[string]bool{}
@@ -133,7 +133,7 @@ func (a *termAnalysis) namespaceDiscovery(ns *corev1.Namespace) (Finding, bool) 
 	if who == "" {
 		who = "an aggregated API"
 	}
-	return Finding{
+	return Draft{
 		RootCause: RCNamespaceDiscoveryFailed,
 		Summary:   fmt.Sprintf("Terminating for %s: API discovery fails for %s", Age(a.now, ns.DeletionTimestamp.Time), who),
 		Message: fmt.Sprintf("The namespace controller must list every API group to prove the namespace is empty, and "+
@@ -160,13 +160,13 @@ func stAPIServiceAvailable(svc *unstructured.Unstructured) (status, reason, mess
 }
 
 // namespaceContent reports a namespace whose content is not deleted yet, naming what remains.
-func (a *termAnalysis) namespaceContent(ns *corev1.Namespace) (Finding, bool) {
+func (a *termAnalysis) namespaceContent(ns *corev1.Namespace) (Draft, bool) {
 	content := stNamespaceCondition(ns, corev1.NamespaceContentRemaining)
 	fins := stNamespaceCondition(ns, corev1.NamespaceFinalizersRemaining)
 	failed := stNamespaceCondition(ns, corev1.NamespaceDeletionContentFailure)
 	gv := stNamespaceCondition(ns, corev1.NamespaceDeletionGVParsingFailure)
 	if content == nil && fins == nil && failed == nil && gv == nil {
-		return Finding{}, false
+		return Draft{}, false
 	}
 	var ev, kinds, finalizers []string
 	for _, c := range []*corev1.NamespaceCondition{content, fins, failed, gv} {
@@ -226,7 +226,7 @@ func (a *termAnalysis) namespaceContent(ns *corev1.Namespace) (Finding, bool) {
 	if failed != nil {
 		msg += " Some deletions failed outright (NamespaceDeletionContentFailure)."
 	}
-	return Finding{
+	return Draft{
 		RootCause: RCNamespaceContentRemaining,
 		Summary:   fmt.Sprintf("Terminating for %s: %s remains", Age(a.now, ns.DeletionTimestamp.Time), what),
 		Message:   msg,
@@ -236,7 +236,7 @@ func (a *termAnalysis) namespaceContent(ns *corev1.Namespace) (Finding, bool) {
 
 // namespaceControllerIdle reports a namespace whose kubernetes finalizer is still there and
 // about which the namespace controller wrote no condition: it is not running or not reaching it.
-func (a *termAnalysis) namespaceControllerIdle(ns *corev1.Namespace) (Finding, bool) {
+func (a *termAnalysis) namespaceControllerIdle(ns *corev1.Namespace) (Draft, bool) {
 	has := false
 	for _, f := range ns.Spec.Finalizers {
 		if f == stNamespaceFinalizer {
@@ -244,9 +244,9 @@ func (a *termAnalysis) namespaceControllerIdle(ns *corev1.Namespace) (Finding, b
 		}
 	}
 	if !has {
-		return Finding{}, false
+		return Draft{}, false
 	}
-	return Finding{
+	return Draft{
 		RootCause: RCFinalizerOwnerNotActing,
 		Summary:   fmt.Sprintf("Terminating for %s: the namespace controller has not finalized it", Age(a.now, ns.DeletionTimestamp.Time)),
 		Message: "spec.finalizers still holds kubernetes, which the namespace controller in kube-controller-manager removes " +

@@ -156,13 +156,13 @@ func stForceDeleteFix(desc string, risk report.Risk) report.Fix {
 }
 
 // nodeMissing reports a pod bound to a node that does not exist.
-func (a *termAnalysis) nodeMissing(p *corev1.Pod, full bool, owners *stOwnerCache) (Finding, bool) {
+func (a *termAnalysis) nodeMissing(p *corev1.Pod, full bool, owners *stOwnerCache) (Draft, bool) {
 	name := p.Spec.NodeName
 	if !full || name == "" || !a.read(snapshot.InputNodes) {
-		return Finding{}, false
+		return Draft{}, false
 	}
 	if _, ok := a.s.Node(name); ok {
-		return Finding{}, false
+		return Draft{}, false
 	}
 	grace := stGraceSeconds(p)
 	ev := []string{fmt.Sprintf("spec.nodeName %s: no such Node (%d nodes listed)", name, len(a.s.Nodes))}
@@ -193,7 +193,7 @@ func (a *termAnalysis) nodeMissing(p *corev1.Pod, full bool, owners *stOwnerCach
 		}
 		fixes = append(fixes, stForceDeleteFix(desc, risk))
 	}
-	return Finding{
+	return Draft{
 		RootCause: RCNodeMissing,
 		Summary:   fmt.Sprintf("Terminating for %s on node %s, which no longer exists", Age(a.now, p.DeletionTimestamp.Time), name),
 		Message:   msg,
@@ -203,22 +203,22 @@ func (a *termAnalysis) nodeMissing(p *corev1.Pod, full bool, owners *stOwnerCach
 }
 
 // nodeNotReady reports a pod whose kubelet stopped heartbeating while the grace period ran.
-func (a *termAnalysis) nodeNotReady(p *corev1.Pod, full bool) (Finding, bool) {
+func (a *termAnalysis) nodeNotReady(p *corev1.Pod, full bool) (Draft, bool) {
 	name := p.Spec.NodeName
 	if !full || name == "" || stGraceSeconds(p) == 0 {
-		return Finding{}, false // with grace 0 the kubelet's part is done; finalizers hold the pod
+		return Draft{}, false // with grace 0 the kubelet's part is done; finalizers hold the pod
 	}
 	node, ok := a.s.Node(name)
 	if !ok {
-		return Finding{}, false
+		return Draft{}, false
 	}
 	ready := stReadyCondition(node)
 	if ready != nil && ready.Status == corev1.ConditionTrue {
-		return Finding{}, false
+		return Draft{}, false
 	}
 	stale, hb := a.heartbeat(node)
 	if !stale {
-		return Finding{}, false
+		return Draft{}, false
 	}
 	ev := append([]string{a.readyLine(node)}, hb...)
 	ev = append(ev, stTaintsLine(node))
@@ -235,7 +235,7 @@ func (a *termAnalysis) nodeNotReady(p *corev1.Pod, full bool) (Finding, bool) {
 	if len(why) > 0 {
 		desc += " High risk: " + strings.Join(why, "; ") + "."
 	}
-	return Finding{
+	return Draft{
 		RootCause: RCNodeNotReady,
 		Summary:   fmt.Sprintf("Terminating for %s on node %s (%s, no heartbeat)", Age(a.now, p.DeletionTimestamp.Time), name, status),
 		Message: fmt.Sprintf("The pod waits for the kubelet on node %s to confirm its containers stopped, but the node is %s "+
@@ -334,7 +334,7 @@ func stKwokManages(n *corev1.Node, ctrl *stKwokController) (bool, string) {
 }
 
 // kwokStageNotRun reports a pod on a kwok node that kwok has not finished deleting.
-func (a *termAnalysis) kwokStageNotRun(p *corev1.Pod, full bool) (Finding, bool) {
+func (a *termAnalysis) kwokStageNotRun(p *corev1.Pod, full bool) (Draft, bool) {
 	hasFin := stHasString(p.Finalizers, stKwokFinalizer)
 	var node *corev1.Node
 	if full && p.Spec.NodeName != "" {
@@ -346,7 +346,7 @@ func (a *termAnalysis) kwokStageNotRun(p *corev1.Pod, full bool) (Finding, bool)
 	// kwok's finalizer marks a kwok pod by itself; without it, a kwok node and a grace period
 	// kwok never ended do.
 	if !hasFin && !(managed && grace > 0) {
-		return Finding{}, false
+		return Draft{}, false
 	}
 	var ev []string
 	if hasFin {
@@ -413,7 +413,7 @@ func (a *termAnalysis) kwokStageNotRun(p *corev1.Pod, full bool) (Finding, bool)
 	if nodeName == "" {
 		nodeName = "unknown"
 	}
-	return Finding{
+	return Draft{
 		RootCause:  RCKwokStageNotRun,
 		Summary:    fmt.Sprintf("Terminating for %s on kwok node %s: kwok has not finished the deletion", Age(a.now, p.DeletionTimestamp.Time), nodeName),
 		Message:    msg,
@@ -424,16 +424,16 @@ func (a *termAnalysis) kwokStageNotRun(p *corev1.Pod, full bool) (Finding, bool)
 }
 
 // kubeletKillFailing reports a pod whose live kubelet has not confirmed its containers stopped.
-func (a *termAnalysis) kubeletKillFailing(p *corev1.Pod, full bool, owners *stOwnerCache) (Finding, bool) {
+func (a *termAnalysis) kubeletKillFailing(p *corev1.Pod, full bool, owners *stOwnerCache) (Draft, bool) {
 	grace := stGraceSeconds(p)
 	if grace == 0 {
-		return Finding{}, false
+		return Draft{}, false
 	}
 	if !full && len(p.Finalizers) > 0 {
-		return Finding{}, false // without the pod's spec the finalizers are what can be diagnosed
+		return Draft{}, false // without the pod's spec the finalizers are what can be diagnosed
 	}
 	if full && p.Spec.NodeName == "" {
-		return Finding{}, false // an unbound pod is deleted without waiting for a kubelet
+		return Draft{}, false // an unbound pod is deleted without waiting for a kubelet
 	}
 	var ev []string
 	node := p.Spec.NodeName
@@ -478,7 +478,7 @@ func (a *termAnalysis) kubeletKillFailing(p *corev1.Pod, full bool, owners *stOw
 	case len(running) > 0:
 		what = "still reports containers running: " + strings.Join(running, ", ")
 	}
-	return Finding{
+	return Draft{
 		RootCause: RCKubeletKillFailing,
 		Summary:   fmt.Sprintf("Terminating for %s: the kubelet on %s has not stopped the pod", Age(a.now, p.DeletionTimestamp.Time), node),
 		Message: fmt.Sprintf("The pod's grace period is over, but the kubelet on %s has not confirmed that its containers "+

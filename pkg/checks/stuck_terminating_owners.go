@@ -320,10 +320,10 @@ func stRemoveFinalizerFix(o stFinalizerOwner, risk report.Risk) report.Fix {
 
 // finalizerOwners reports the remaining finalizers: a missing owner first, else owners that
 // run but have not removed theirs.
-func (a *termAnalysis) finalizerOwners(subj stSubject, owners *stOwnerCache) (Finding, bool) {
+func (a *termAnalysis) finalizerOwners(subj stSubject, owners *stOwnerCache) (Draft, bool) {
 	all := owners.get()
 	if len(all) == 0 {
-		return Finding{}, false
+		return Draft{}, false
 	}
 	var ev []string
 	for _, o := range all {
@@ -339,7 +339,7 @@ func (a *termAnalysis) finalizerOwners(subj stSubject, owners *stOwnerCache) (Fi
 			fixes = append(fixes, stRemoveFinalizerFix(o, report.RiskMedium))
 		}
 		ev = append(ev, a.warningEvents(subj.kind, subj.meta, 3)...)
-		return Finding{
+		return Draft{
 			RootCause: RCFinalizerOwnerMissing,
 			Summary:   fmt.Sprintf("%s for %s: no controller runs for finalizer %s", subj.noun, age, strings.Join(names, ", ")),
 			Message: fmt.Sprintf("The deletion waits for finalizer %s, but its owner does not run in this cluster, so "+
@@ -358,7 +358,7 @@ func (a *termAnalysis) finalizerOwners(subj stSubject, owners *stOwnerCache) (Fi
 			ev = append(ev, a.warningEvents("Deployment", o.Deployment, 2)...)
 		}
 	}
-	return Finding{
+	return Draft{
 		RootCause: RCFinalizerOwnerNotActing,
 		Summary:   fmt.Sprintf("%s for %s: finalizer %s not removed by its owner", subj.noun, age, strings.Join(subj.meta.GetFinalizers(), ", ")),
 		Message: fmt.Sprintf("The deletion waits for %s. Its owner has not finished its cleanup; its Warning events and "+

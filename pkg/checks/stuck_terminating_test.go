@@ -1100,9 +1100,6 @@ func TestStuckTerminatingInfo(t *testing.T) {
 			t.Errorf("need %s optional=%v: only pods are required", n.Input, n.Optional)
 		}
 	}
-	if _, ok := Default().Get(CheckStuckTerminating); !ok {
-		t.Error("stuck-terminating is not registered")
-	}
 }
 
 func TestStuckTerminatingPodCandidates(t *testing.T) {

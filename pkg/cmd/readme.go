@@ -11,13 +11,14 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/builtin"
 )
 
 // ReadmeSections renders the README's generated sections from the code, so the README cannot
 // drift from the flags and checks the binary has. Keys are the section names in the markers
 // `<!-- BEGIN GENERATED: name -->` and `<!-- END GENERATED: name -->`.
 func ReadmeSections() map[string]string {
-	reg := checks.Default()
+	reg := builtin.Checks()
 	root := NewRootCommand(genericiooptions.NewTestIOStreamsDiscard())
 	out := map[string]string{"checks": checksMarkdown(reg)}
 	for _, name := range []string{"scan", "fix"} {

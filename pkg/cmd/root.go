@@ -13,7 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/builtin"
 )
 
 // Exit codes (contract.md).
@@ -97,7 +97,7 @@ in-place updates.`,
 		},
 	}
 	flags.AddFlags(root.PersistentFlags())
-	reg := checks.Default()
+	reg := builtin.Checks()
 	root.AddCommand(
 		newScanCommand(flags, streams, reg),
 		newFixCommand(flags, streams, reg),

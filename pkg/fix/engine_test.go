@@ -66,7 +66,7 @@ func (c annotatedCheck) Run(s *snapshot.Snapshot, _ time.Duration) []report.Find
 		if rc == "" {
 			rc = "broken"
 		}
-		out = append(out, checks.NewFinding(c.Info(), checks.Finding{RootCause: rc, Object: checks.Ref(apiVersion, kind, m),
+		out = append(out, checks.NewFinding(c.Info(), checks.Draft{RootCause: rc, Object: checks.Ref(apiVersion, kind, m),
 			Owner: checks.OwnerRef(m.GetNamespace(), snapshot.ControllerOf(m)), Summary: kind + " marked broken", Fixes: fixes}))
 	}
 	for _, p := range s.Pods {

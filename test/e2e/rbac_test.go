@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/builtin"
 )
 
 // TestScanRoleIsEnough binds only the shipped workloaddoctor-scan role (and the optional log role
@@ -69,8 +69,8 @@ func TestScanRoleIsEnough(t *testing.T) {
 	if !r.Coverage.Complete || len(r.Coverage.Skipped) != 0 || len(r.Coverage.Degraded) != 0 {
 		t.Errorf("coverage with the scan role = %+v, want complete", r.Coverage)
 	}
-	if len(r.Coverage.Checks) != len(checks.Default().IDs()) {
-		t.Errorf("checks that ran = %v, want all of %v", r.Coverage.Checks, checks.Default().IDs())
+	if len(r.Coverage.Checks) != len(builtin.Checks().IDs()) {
+		t.Errorf("checks that ran = %v, want all of %v", r.Coverage.Checks, builtin.Checks().IDs())
 	}
 	secretsNoted := false
 	for _, n := range r.Coverage.Notes {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/builtin"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/collect"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/scan"
@@ -76,8 +77,8 @@ func TestScanHealthyCluster(t *testing.T) {
 	if len(r.Findings) != 0 || r.Summary.Total != 0 {
 		t.Errorf("healthy cluster has findings: %+v", r.Findings)
 	}
-	if got := checksIn(r); !reflect.DeepEqual(got, checks.Default().IDs()) {
-		t.Errorf("coverage.checks = %v, want every registered check %v", got, checks.Default().IDs())
+	if got := checksIn(r); !reflect.DeepEqual(got, builtin.Checks().IDs()) {
+		t.Errorf("coverage.checks = %v, want every registered check %v", got, builtin.Checks().IDs())
 	}
 	if !strings.Contains(stdout, `"findings": []`) {
 		t.Errorf("findings must be an empty list, not null:\n%s", stdout)
@@ -142,7 +143,7 @@ func TestScanRestrictedUser(t *testing.T) {
 		t.Fatalf("scan -n team as a pod reader: exit %d\nstderr: %s", code, stderr)
 	}
 	r := parseReport(t, stdout)
-	if len(checks.Default().IDs()) > 0 {
+	if len(builtin.Checks().IDs()) > 0 {
 		if r.Coverage.Complete {
 			t.Errorf("a user who may only read pods got complete coverage: %+v", r.Coverage)
 		}
@@ -165,7 +166,7 @@ func TestScanRestrictedUser(t *testing.T) {
 		t.Fatalf("scan -A as a pod reader must report, not fail: exit %d\nstderr: %s", code, stderr)
 	}
 	r = parseReport(t, stdout)
-	if len(checks.Default().IDs()) > 0 && (r.Coverage.Complete || len(r.Coverage.Skipped) == 0) {
+	if len(builtin.Checks().IDs()) > 0 && (r.Coverage.Complete || len(r.Coverage.Skipped) == 0) {
 		t.Errorf("scan -A without cluster-wide rights must list skipped checks: %+v", r.Coverage)
 	}
 }

@@ -1,4 +1,4 @@
-package checks_test
+package builtin_test
 
 import (
 	"fmt"
@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/builtin"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
@@ -23,7 +24,7 @@ import (
 // events). As the collector builds it, every pod is metadata-only and the candidates the checks
 // select are full objects.
 //
-//	go test -run '^$' -bench . -benchmem ./pkg/checks/
+//	go test -run '^$' -bench . -benchmem ./pkg/checks/builtin/
 
 const (
 	benchPods       = 100_000
@@ -49,7 +50,7 @@ func benchSnapshot(b *testing.B) *snapshot.Snapshot {
 // BenchmarkChecks runs all registered checks, then each alone.
 func BenchmarkChecks(b *testing.B) {
 	s := benchSnapshot(b)
-	all := checks.Default().All()
+	all := builtin.Checks().All()
 	b.Run("all", func(b *testing.B) {
 		var n int
 		for b.Loop() {
@@ -74,7 +75,7 @@ func BenchmarkChecks(b *testing.B) {
 // decide which pods to read in full.
 func BenchmarkPodCandidates(b *testing.B) {
 	s := benchSnapshot(b)
-	for _, c := range checks.Default().All() {
+	for _, c := range builtin.Checks().All() {
 		sel, ok := c.(checks.PodSelector)
 		if !ok {
 			continue
@@ -163,7 +164,7 @@ func syntheticSnapshot(nPods int) *snapshot.Snapshot {
 	// As the collector does: select candidates on the metadata-only snapshot, then read those in full.
 	s.Index()
 	seen := map[types.UID]bool{}
-	for _, c := range checks.Default().All() {
+	for _, c := range builtin.Checks().All() {
 		sel, ok := c.(checks.PodSelector)
 		if !ok {
 			continue

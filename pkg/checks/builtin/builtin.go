@@ -1,0 +1,17 @@
+// Package builtin assembles the checks the plugin ships. It sits apart from pkg/checks so the
+// checks, which import pkg/checks for its types, can be listed without an import cycle.
+package builtin
+
+import (
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+)
+
+// Checks returns a registry of every built-in check.
+func Checks() *checks.Registry {
+	return checks.NewRegistry(
+		checks.StuckPreparingNormal(),
+		checks.ExpectationsUnsatisfied(),
+		checks.StuckTerminating{},
+		checks.ResizePolicyDrift(),
+	)
+}

@@ -1,0 +1,68 @@
+package builtin
+
+import (
+	"testing"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+)
+
+func TestBuiltinChecksAreDocumented(t *testing.T) {
+	ids := map[string]bool{}
+	for _, c := range Checks().All() {
+		info := c.Info()
+		if info.ID == "" || info.Title == "" || info.Description == "" || info.Threshold <= 0 || len(info.Needs) == 0 {
+			t.Errorf("check %q is missing its ID, title, description, threshold or inputs", info.ID)
+		}
+		if ids[info.ID] {
+			t.Errorf("check %q registered twice", info.ID)
+		}
+		ids[info.ID] = true
+		for _, rc := range info.RootCauses {
+			if rc.Title == "" || rc.Description == "" || rc.Severity.Rank() == 0 {
+				t.Errorf("%s/%s lacks a title, description or severity", info.ID, rc.ID)
+			}
+			for _, a := range rc.Actions {
+				if _, ok := checks.LookupAction(a); !ok {
+					t.Errorf("%s/%s offers unknown action %q", info.ID, rc.ID, a)
+				}
+			}
+		}
+	}
+}
+
+// TestContractRootCauses keeps the registry in step with contract.md: every check and root-cause
+// ID a runbook may depend on is registered.
+func TestContractRootCauses(t *testing.T) {
+	contract := map[string][]string{
+		"stuck-preparing-normal": {"prenormal-hook-pending", "prenormal-event-dropped", "prenormal-reconcile-missed",
+			"pod-not-scheduled", "ondelete-refresh-bug", "controller-unavailable", "workload-expectations-blocked"},
+		"expectations-unsatisfied": {"scale-expectations-leaked", "update-expectations-leaked", "controller-unavailable",
+			"pod-creation-failing", "stalled-unknown"},
+		"stuck-terminating": {"finalizer-owner-missing", "finalizer-owner-not-acting", "kruise-predelete-hook-pending",
+			"kwok-stage-not-run", "node-missing", "node-not-ready", "kubelet-kill-failing", "owner-paused",
+			"finalizer-readd-race", "namespace-content-remaining", "namespace-discovery-failed"},
+		"resize-policy-drift": {"kruise-drops-resize-policy", "resize-policy-immutable", "sidecar-resize-policy-drift", "benign-defaulting"},
+	}
+	reg := Checks()
+	for id, causes := range contract {
+		c, ok := reg.Get(id)
+		if !ok {
+			t.Errorf("check %s of the contract is not registered", id)
+			continue
+		}
+		have := map[string]bool{}
+		for _, rc := range c.Info().RootCauses {
+			have[rc.ID] = true
+		}
+		for _, rc := range causes {
+			if !have[rc] {
+				t.Errorf("check %s lacks root cause %s of the contract", id, rc)
+			}
+		}
+	}
+	for _, a := range []string{checks.ActionRequeueWorkload, checks.ActionRestartControllerLeader, checks.ActionRemoveFinalizer, checks.ActionForceDelete, checks.ActionEvictPod} {
+		if _, ok := checks.LookupAction(a); !ok {
+			t.Errorf("action %s of the contract is not documented", a)
+		}
+	}
+}
