@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/collect/internal/protolist"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 )
 
@@ -29,7 +30,7 @@ func encodedList(t *testing.T, l *metav1.PartialObjectMetadataList) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append([]byte(protoMagic), env...)
+	return append([]byte(protolist.Magic), env...)
 }
 
 func testList(n int, cont string) *metav1.PartialObjectMetadataList {
@@ -87,38 +88,13 @@ func TestDecodeMetaPage(t *testing.T) {
 
 func TestDecodeMetaPageRejectsTruncatedStreams(t *testing.T) {
 	pb := encodedList(t, testList(3, ""))
-	for _, cut := range []int{len(pb) - 1, len(pb) / 2, len(protoMagic) + 3} {
+	for _, cut := range []int{len(pb) - 1, len(pb) / 2, len(protolist.Magic) + 3} {
 		var item metav1.ObjectMeta
 		n := 0
 		err := decodeMetaPage(bytes.NewReader(pb[:cut]), &item, nil, func(*metav1.ListMeta) {}, func(*metav1.ObjectMeta) { n++ })
 		if err == nil {
 			t.Errorf("cut at %d of %d: no error (%d items)", cut, len(pb), n)
 		}
-	}
-}
-
-func TestDropFields(t *testing.T) {
-	m := metav1.ObjectMeta{Name: "a", Labels: map[string]string{"k": "v"}, Annotations: map[string]string{"drop": "1", "keep": "2"},
-		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m1"}, {Manager: "m2"}}}
-	raw, err := m.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got metav1.ObjectMeta
-	err = got.Unmarshal(dropFields(raw, func(num uint64, content []byte) bool {
-		if num == fieldObjectAnnotation {
-			key, _ := field(content, fieldMapEntryKey)
-			return string(key) == "drop"
-		}
-		return num == fieldObjectManagedField
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.ManagedFields = nil
-	delete(m.Annotations, "drop")
-	if !reflect.DeepEqual(got, m) {
-		t.Errorf("got %+v, want %+v", got, m)
 	}
 }
 
@@ -155,7 +131,7 @@ func TestDecodePodPageKeepsOnlyWantedPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[types.UID]bool{"uid-1": true, "uid-3": true}
-	for name, body := range map[string][]byte{"protobuf": append([]byte(protoMagic), env...), "json": js} {
+	for name, body := range map[string][]byte{"protobuf": append([]byte(protolist.Magic), env...), "json": js} {
 		t.Run(name, func(t *testing.T) {
 			var cont string
 			var got []*corev1.Pod

@@ -1,0 +1,52 @@
+package collect
+
+import (
+	"context"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
+)
+
+func (col *collector) readNodes(ctx context.Context) error {
+	nodes, err := listAll(ctx, col, "nodes", col.c.Kube.CoreV1().Nodes().List,
+		func(l *corev1.NodeList) []corev1.Node { return l.Items })
+	col.add(func(s *snapshot.Snapshot) { s.Nodes = nodes })
+	return err
+}
+
+func (col *collector) readNodeLeases(ctx context.Context) error {
+	return col.listLeases(ctx, corev1.NamespaceNodeLease, true)
+}
+
+// listLeases reads the Leases of namespace ns into the node heartbeat Leases (node) or the
+// controllers' leader Leases.
+func (col *collector) listLeases(ctx context.Context, ns string, node bool) error {
+	leases, err := listAll(ctx, col, "coordination.k8s.io/leases in "+ns, col.c.Kube.CoordinationV1().Leases(ns).List,
+		func(l *coordinationv1.LeaseList) []coordinationv1.Lease { return l.Items })
+	col.add(func(s *snapshot.Snapshot) {
+		if node {
+			s.NodeLeases = append(s.NodeLeases, leases...)
+		} else {
+			s.Leases = append(s.Leases, leases...)
+		}
+	})
+	return err
+}
+
+func (col *collector) readNamespaces(ctx context.Context) error {
+	if ns := col.namespace(); ns != "" {
+		n, err := col.c.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if err != nil {
+			return readErr("get", "namespaces/"+ns, err)
+		}
+		col.add(func(s *snapshot.Snapshot) { s.Namespaces = []*corev1.Namespace{n} })
+		return nil
+	}
+	out, err := listAll(ctx, col, "namespaces", col.c.Kube.CoreV1().Namespaces().List,
+		func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items })
+	col.add(func(s *snapshot.Snapshot) { s.Namespaces = out })
+	return err
+}

@@ -1,0 +1,61 @@
+package collect
+
+import (
+	"context"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
+)
+
+// readEvents keeps only the events checks use: Warnings, and any event about an OpenKruise
+// object (its SuccessfulCreate/SuccessfulDelete show the controller is alive). The apiserver
+// filters them (field selectors on type and involvedObject.apiVersion), so the Normal events that
+// make up most of a busy cluster's events are never sent; a server that rejects the selectors gets
+// one unfiltered list, filtered here.
+func (col *collector) readEvents(ctx context.Context) error {
+	ns := col.namespace()
+	var events []*corev1.Event
+	list := func(sel string) error {
+		return col.paginate(ctx, metav1.ListOptions{FieldSelector: sel}, func(ctx context.Context, o metav1.ListOptions) (string, error) {
+			l, err := col.c.Kube.CoreV1().Events(ns).List(ctx, o)
+			if err != nil {
+				return "", err
+			}
+			for i := range l.Items {
+				if e := l.Items[i]; e.Type == corev1.EventTypeWarning || strings.HasPrefix(e.InvolvedObject.APIVersion, kruise.Group+"/") {
+					// A copy, so the page's other events are not kept alive; no check reads who wrote an event.
+					e.ManagedFields = nil
+					events = append(events, &e)
+				}
+			}
+			return l.Continue, nil
+		})
+	}
+	selectors := []string{"type=" + corev1.EventTypeWarning}
+	if col.snap.Installed[GroupKruise] {
+		for _, gv := range col.groupVersions(GroupKruise, "v1alpha1", "v1beta1") {
+			selectors = append(selectors, "type!="+corev1.EventTypeWarning+",involvedObject.apiVersion="+gv)
+		}
+	}
+	var err error
+	for _, sel := range selectors {
+		if err = list(sel); apierrors.IsBadRequest(err) {
+			events = nil
+			err = list("")
+			break
+		}
+		if err != nil {
+			break
+		}
+	}
+	col.add(func(s *snapshot.Snapshot) { s.Events = events })
+	if err != nil {
+		return readErr("list", "events", err)
+	}
+	return nil
+}

@@ -1,0 +1,90 @@
+package collect
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// readErr turns an API error into the short reason the report shows.
+func readErr(verb, what string, err error) error {
+	switch {
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("forbidden: %s %s", verb, what)
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("not found: %s %s", verb, what)
+	}
+	return fmt.Errorf("%s %s: %w", verb, what, err)
+}
+
+func resourceName(gvr schema.GroupVersionResource) string {
+	if gvr.Group == "" {
+		return gvr.Resource
+	}
+	return gvr.Group + "/" + gvr.Resource
+}
+
+// paginate calls page with the limit and continue token until the list is read whole.
+func (col *collector) paginate(ctx context.Context, opts metav1.ListOptions, page func(context.Context, metav1.ListOptions) (string, error)) error {
+	opts.Limit = col.opts.PageSize
+	for {
+		cont, err := page(ctx, opts)
+		if err != nil {
+			return err
+		}
+		if cont == "" {
+			return nil
+		}
+		opts.Continue = cont
+	}
+}
+
+// listAll reads a list whole with list (a typed client's List), page by page, and returns the
+// items that items finds in each page, those read before an error included. An error is reported
+// as a failure to list what.
+func listAll[L interface{ GetContinue() string }, T any](ctx context.Context, col *collector, what string,
+	list func(context.Context, metav1.ListOptions) (L, error), items func(L) []T) ([]*T, error) {
+	var out []*T
+	err := col.paginate(ctx, metav1.ListOptions{}, func(ctx context.Context, o metav1.ListOptions) (string, error) {
+		l, err := list(ctx, o)
+		if err != nil {
+			return "", readErr("list", what, err)
+		}
+		page := items(l)
+		for i := range page {
+			out = append(out, &page[i])
+		}
+		return l.GetContinue(), nil
+	})
+	return out, err
+}
+
+// listUnstructured reads a resource of namespace ns ("" for all) whole through the dynamic client.
+func (col *collector) listUnstructured(ctx context.Context, gvr schema.GroupVersionResource, ns string) ([]*unstructured.Unstructured, error) {
+	return listAll(ctx, col, resourceName(gvr), col.c.Dynamic.Resource(gvr).Namespace(ns).List,
+		func(l *unstructured.UnstructuredList) []unstructured.Unstructured { return l.Items })
+}
+
+func summarize(items []string, max int) string {
+	if len(items) <= max {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:max], ", "), len(items)-max)
+}
+
+func uniq(in []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}

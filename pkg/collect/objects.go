@@ -1,0 +1,170 @@
+package collect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
+)
+
+// readObjects lists every other listable resource metadata-only, keeping only objects being
+// deleted, so memory grows with the stuck objects rather than with the cluster.
+func (col *collector) readObjects(ctx context.Context) error {
+	ns := col.namespace()
+	skip := map[schema.GroupResource]bool{
+		{Resource: "pods"}: true, {Resource: "events"}: true, {Group: "events.k8s.io", Resource: "events"}: true,
+		{Resource: "namespaces"}: true,
+		// Same objects served under another name.
+		{Group: "extensions", Resource: "ingresses"}: true,
+		// Computed on each read by probing the control plane (slow, deprecated): nothing stored,
+		// so nothing that can be stuck in deletion.
+		{Resource: "componentstatuses"}: true,
+	}
+	seen := map[schema.GroupResource]bool{}
+	var todo []discovered
+	for _, r := range col.resources {
+		gr := r.gvr.GroupResource()
+		if skip[gr] || col.covered[gr] || seen[gr] || (ns != "" && !r.namespaced) {
+			continue
+		}
+		seen[gr] = true
+		todo = append(todo, r)
+	}
+	var (
+		wg        sync.WaitGroup
+		sem       = make(chan struct{}, col.opts.Concurrency)
+		mu        sync.Mutex
+		forbidden []string
+		failed    []string
+	)
+	for _, r := range todo {
+		wg.Add(1)
+		go func(r discovered) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			var found []snapshot.Object
+			err := col.paginate(ctx, metav1.ListOptions{}, func(ctx context.Context, o metav1.ListOptions) (string, error) {
+				l, err := col.c.Metadata.Resource(r.gvr).Namespace(ns).List(ctx, o)
+				if err != nil {
+					return "", err
+				}
+				for i := range l.Items {
+					if l.Items[i].DeletionTimestamp != nil {
+						found = append(found, snapshot.Object{Resource: r.gvr, Kind: r.kind, Namespaced: r.namespaced, Meta: &l.Items[i]})
+					}
+				}
+				return l.Continue, nil
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case apierrors.IsForbidden(err) && r.gvr.GroupResource() == (schema.GroupResource{Resource: "secrets"}):
+				// Listing Secrets, even metadata-only, needs a right that returns secret data; the
+				// scan role does not grant it, so this is a stated limit, not a coverage gap.
+				col.mu.Lock()
+				col.snap.Limits[snapshot.InputObjects] = "secrets not listed: these credentials may not list secrets, so stuck Secrets are not reported"
+				col.mu.Unlock()
+			case apierrors.IsForbidden(err):
+				forbidden = append(forbidden, resourceName(r.gvr))
+			case apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err):
+				// Served in discovery but not listable here: nothing to report.
+			case err != nil:
+				failed = append(failed, fmt.Sprintf("%s (%v)", resourceName(r.gvr), err))
+			}
+			col.add(func(s *snapshot.Snapshot) { s.Objects = append(s.Objects, found...) })
+		}(r)
+	}
+	wg.Wait()
+	var errs []string
+	if col.discErr != nil {
+		errs = append(errs, col.discErr.Error())
+	}
+	if len(forbidden) > 0 {
+		sort.Strings(forbidden)
+		errs = append(errs, "forbidden: list "+summarize(forbidden, 6))
+	}
+	if len(failed) > 0 {
+		sort.Strings(failed)
+		errs = append(errs, "failed: list "+summarize(failed, 3))
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// coveredResources are the resources that other wanted inputs list whole.
+func coveredResources(want map[snapshot.Input]bool) map[schema.GroupResource]bool {
+	out := map[schema.GroupResource]bool{}
+	if want[snapshot.InputNodes] {
+		out[schema.GroupResource{Resource: "nodes"}] = true
+	}
+	if want[snapshot.InputControllers] {
+		out[schema.GroupResource{Group: "apps", Resource: "deployments"}] = true
+	}
+	if want[snapshot.InputAPIServices] {
+		out[apiServices.GroupResource()] = true
+	}
+	if want[snapshot.InputKruiseWorkloads] {
+		for _, gvr := range []schema.GroupVersionResource{kruise.CloneSets, kruise.StatefulSets, kruise.DaemonSets} {
+			out[gvr.GroupResource()] = true
+		}
+	}
+	if want[snapshot.InputClusterAPI] {
+		out[capiCluster.GroupResource()] = true
+	}
+	return out
+}
+
+// addCoveredObjects adds the objects being deleted among those other inputs read whole, so the
+// objects input still sees every resource.
+func (col *collector) addCoveredObjects() {
+	s := col.snap
+	add := func(gvr schema.GroupVersionResource, kind string, namespaced bool, m metav1.ObjectMeta) {
+		if m.DeletionTimestamp == nil || !col.covered[gvr.GroupResource()] {
+			return
+		}
+		if ns := col.namespace(); ns != "" && m.Namespace != ns {
+			return
+		}
+		pom := &metav1.PartialObjectMetadata{ObjectMeta: m}
+		pom.APIVersion, pom.Kind = gvr.GroupVersion().String(), kind
+		s.Objects = append(s.Objects, snapshot.Object{Resource: gvr, Kind: kind, Namespaced: namespaced, Meta: pom})
+	}
+	for _, n := range s.Nodes {
+		add(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, "Node", false, n.ObjectMeta)
+	}
+	for _, d := range s.Deployments {
+		add(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, "Deployment", true, d.ObjectMeta)
+	}
+	for _, a := range s.APIServices {
+		add(apiServices, "APIService", false, metaOf(a))
+	}
+	for _, w := range s.Workloads {
+		gvr := map[string]schema.GroupVersionResource{kruise.KindCloneSet: kruise.CloneSets, kruise.KindStatefulSet: kruise.StatefulSets, kruise.KindDaemonSet: kruise.DaemonSets}[w.Kind]
+		add(gvr, w.Kind, true, w.ObjectMeta)
+	}
+	for _, c := range s.Clusters {
+		add(capiCluster, "Cluster", true, metaOf(c))
+	}
+}
+
+func metaOf(u *unstructured.Unstructured) metav1.ObjectMeta {
+	var m metav1.ObjectMeta
+	if raw, ok := u.Object["metadata"].(map[string]any); ok {
+		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &m)
+	}
+	return m
+}
