@@ -1,0 +1,58 @@
+package checktest
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
+)
+
+// Cluster is what a test case puts in the cluster; Snapshot turns it into the indexed snapshot
+// the collector would fill at Now.
+type Cluster struct {
+	// Pods are listed metadata-only and read in full, as check candidates are.
+	Pods []*corev1.Pod
+	// MetaOnlyPods are listed metadata-only and not read in full.
+	MetaOnlyPods []*corev1.Pod
+	Nodes        []*corev1.Node
+	NodeLeases   []*coordinationv1.Lease
+	Leases       []*coordinationv1.Lease
+	Events       []*corev1.Event
+	Deployments  []*appsv1.Deployment
+	Objects      []snapshot.Object
+	Namespaces   []*corev1.Namespace
+	APIServices  []*unstructured.Unstructured
+	Clusters     []*unstructured.Unstructured
+	Workloads    []*kruise.Workload
+	SidecarSets  []*kruise.SidecarSet
+	// ServerVersion is the apiserver's /version gitVersion.
+	ServerVersion string
+	// Logs are controller pod logs by "namespace/pod".
+	Logs map[string]string
+	// Unread are the inputs the scan could not read, with why.
+	Unread map[snapshot.Input]error
+}
+
+// Snapshot builds the indexed snapshot.
+func (c Cluster) Snapshot() *snapshot.Snapshot {
+	s := &snapshot.Snapshot{Now: Now, ServerVersion: c.ServerVersion, Settings: snapshot.DefaultSettings(),
+		Nodes: c.Nodes, NodeLeases: c.NodeLeases, Leases: c.Leases, Events: c.Events, Deployments: c.Deployments,
+		Objects: c.Objects, Namespaces: c.Namespaces, APIServices: c.APIServices, Clusters: c.Clusters,
+		Workloads: c.Workloads, SidecarSets: c.SidecarSets,
+		Unread: map[snapshot.Input]error{}, Logs: map[string]string{}}
+	for in, err := range c.Unread {
+		s.Unread[in] = err
+	}
+	for k, v := range c.Logs {
+		s.Logs[k] = v
+	}
+	for _, p := range append(append([]*corev1.Pod{}, c.Pods...), c.MetaOnlyPods...) {
+		s.Pods = append(s.Pods, p.ObjectMeta.DeepCopy())
+	}
+	s.FullPods = c.Pods
+	s.Index()
+	return s
+}
