@@ -35,18 +35,32 @@ func CRDDir() (string, error) {
 	return filepath.Join(root, "test", "testdata", "crds"), nil
 }
 
+// CRDFiles returns the files of CRDDir whose names match pattern (filepath.Match syntax), failing
+// when none does.
+func CRDFiles(pattern string) ([]string, error) {
+	dir, err := CRDDir()
+	if err != nil {
+		return nil, err
+	}
+	paths, err := filepath.Glob(filepath.Join(dir, pattern))
+	if err != nil || len(paths) == 0 {
+		return nil, fmt.Errorf("no %s in %s (err: %v)", pattern, dir, err)
+	}
+	return paths, nil
+}
+
+// KruiseCRDFiles returns the project's OpenKruise CRD files (CRDDir/apps.kruise.io_*.yaml).
+func KruiseCRDFiles() ([]string, error) { return CRDFiles("apps.kruise.io_*.yaml") }
+
 // InstallCRDs creates the CRDs in the given YAML files (several documents per file are fine), or
 // every *.yaml in CRDDir when no path is given, and waits until each is Established and its
 // resource is served through discovery. CRDs that already exist are left as they are.
 func (c *Cluster) InstallCRDs(t testing.TB, paths ...string) {
 	t.Helper()
 	if len(paths) == 0 {
-		dir, err := CRDDir()
-		if err != nil {
+		var err error
+		if paths, err = CRDFiles("*.yaml"); err != nil {
 			t.Fatalf("install CRDs: %v", err)
-		}
-		if paths, err = filepath.Glob(filepath.Join(dir, "*.yaml")); err != nil || len(paths) == 0 {
-			t.Fatalf("install CRDs: no *.yaml in %s (err: %v)", dir, err)
 		}
 	}
 	if err := c.InstallCRDFiles(t.Context(), paths...); err != nil {

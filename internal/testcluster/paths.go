@@ -67,6 +67,20 @@ func ToolsDir() (string, error) {
 	return filepath.Join(root, "bin", "tools"), nil
 }
 
+// CommandPATH is $PATH with <repo root>/bin (where `make build` puts the plugin) and ToolsDir
+// (kubectl) in front, so `kubectl workloaddoctor` runs the plugin built from this tree.
+func CommandPATH() (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	tools, err := ToolsDir()
+	if err != nil {
+		return "", err
+	}
+	return strings.Join([]string{filepath.Join(root, "bin"), tools, os.Getenv("PATH")}, string(os.PathListSeparator)), nil
+}
+
 // Binary returns the path of a tool in ToolsDir, failing the test with a hint when it is missing.
 func Binary(t testing.TB, name string) string {
 	t.Helper()

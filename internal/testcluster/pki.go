@@ -129,3 +129,17 @@ func writeFiles(files map[string][]byte) error {
 	}
 	return nil
 }
+
+// writeServingCert writes a loopback serving certificate the cluster CA signs, and its key, as
+// <name>.crt and <name>.key in the cluster's directory, for a component other than the apiserver.
+func (c *Cluster) writeServingCert(name string) (certFile, keyFile string, err error) {
+	certPEM, keyPEM, err := c.ca.issue(name, nil, true)
+	if err != nil {
+		return "", "", err
+	}
+	certFile, keyFile = c.path(name+".crt"), c.path(name+".key")
+	if err := writeFiles(map[string][]byte{certFile: certPEM, keyFile: keyPEM}); err != nil {
+		return "", "", err
+	}
+	return certFile, keyFile, nil
+}

@@ -115,7 +115,7 @@ func (p *process) hasExited() bool {
 
 // exitError describes an exit that nobody asked for, with the log's tail for context.
 func (p *process) exitError() error {
-	return fmt.Errorf("%s exited: %v; last lines of %s:\n%s", p.name, p.waitErr, p.logPath, tail(p.logPath, 20))
+	return fmt.Errorf("%s exited: %v; last lines of %s:\n%s", p.name, p.waitErr, p.logPath, Tail(p.logPath, 20))
 }
 
 // stop sends SIGTERM to the process group, SIGKILL after stopGrace, and waits for the exit.
@@ -141,8 +141,8 @@ func (p *process) stop() (exitedEarly bool) {
 	return false
 }
 
-// tail returns the last n lines of a file, or a note why it could not be read.
-func tail(path string, n int) string {
+// Tail returns the last n lines of a file, or a note why it could not be read.
+func Tail(path string, n int) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Sprintf("(cannot read %s: %v)", path, err)
@@ -154,24 +154,29 @@ func tail(path string, n int) string {
 	return string(bytes.Join(lines, []byte("\n")))
 }
 
-// LeakedProcesses describes those of pids that are still alive. A zombie counts as gone: it holds
-// no ports or files, and whether it is reaped depends on who became its parent.
+// LeakedProcesses describes those of pids that are still alive (see ProcessAlive).
 func LeakedProcesses(pids []int) []string {
 	var alive []string
 	for _, pid := range pids {
-		dir := filepath.Join("/proc", strconv.Itoa(pid))
-		stat, err := os.ReadFile(filepath.Join(dir, "stat"))
-		if err != nil {
-			continue // gone
-		}
-		// stat is "pid (comm) state ...", and comm may itself contain ") ".
-		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && bytes.HasPrefix(stat[i+1:], []byte(" Z")) {
+		if !ProcessAlive(pid) {
 			continue
 		}
-		cmdline, _ := os.ReadFile(filepath.Join(dir, "cmdline"))
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
 		alive = append(alive, fmt.Sprintf("%d: %s", pid, bytes.ReplaceAll(bytes.TrimRight(cmdline, "\x00"), []byte{0}, []byte(" "))))
 	}
 	return alive
+}
+
+// ProcessAlive reports whether pid runs. A zombie counts as gone: it holds no ports or files, and
+// whether it is reaped depends on who became its parent.
+func ProcessAlive(pid int) bool {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	// stat is "pid (comm) state ...", and comm may itself contain ") ".
+	i := bytes.LastIndexByte(stat, ')')
+	return i < 0 || !bytes.HasPrefix(stat[i+1:], []byte(" Z"))
 }
 
 // AssertNoLeakedProcesses fails the test if any of pids is still alive, e.g. after Cluster.Stop.

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -84,9 +85,21 @@ func TestCRDFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	paths, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	paths, err := CRDFiles("*.yaml")
 	if err != nil {
 		t.Fatal(err)
+	}
+	kruiseFiles, err := KruiseCRDFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range kruiseFiles {
+		if !strings.HasPrefix(filepath.Base(path), "apps.kruise.io_") {
+			t.Errorf("KruiseCRDFiles() has %s", path)
+		}
+	}
+	if len(kruiseFiles) != 4 {
+		t.Errorf("KruiseCRDFiles() = %v, want the 4 apps.kruise.io CRDs", kruiseFiles)
 	}
 	want := map[string]string{ // name -> scope
 		"clonesets.apps.kruise.io":    "Namespaced",

@@ -47,11 +47,10 @@ func pluginBinary(t testing.TB) string {
 // ~/.kube cache or config leaks in, and no color codes in the output.
 func commandEnv(t testing.TB, kubeconfig string) []string {
 	t.Helper()
-	tools, err := testcluster.ToolsDir()
+	path, err := testcluster.CommandPATH()
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := strings.Join([]string{filepath.Join(repoRoot(t), "bin"), tools, os.Getenv("PATH")}, string(os.PathListSeparator))
 	env := []string{"KUBECONFIG=" + kubeconfig, "PATH=" + path, "HOME=" + t.TempDir(), "NO_COLOR=1"}
 	for _, kv := range os.Environ() {
 		switch strings.SplitN(kv, "=", 2)[0] {

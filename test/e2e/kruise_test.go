@@ -2,16 +2,8 @@ package e2e
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -340,8 +332,6 @@ func TestKruiseChecks(t *testing.T) {
 func startKruiseCluster(t *testing.T) *krEnv {
 	t.Helper()
 	dir := t.TempDir()
-	cert, key := krServingCert(t, dir)
-	port := krFreePort(t)
 	logFile := filepath.Join(dir, "kruise-manager.log")
 	if err := os.WriteFile(logFile, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -354,52 +344,11 @@ func startKruiseCluster(t *testing.T) *krEnv {
 	}
 	c := testcluster.Start(t, testcluster.Options{Kwok: &testcluster.KwokOptions{
 		NodeAnnotationSelector: "kwok.x-k8s.io/node=fake",
-		ExtraArgs: []string{"--config=" + configFile,
-			fmt.Sprintf("--server-address=127.0.0.1:%d", port), "--node-ip=127.0.0.1", fmt.Sprintf("--node-port=%d", port),
-			"--tls-cert-file=" + cert, "--tls-private-key-file=" + key},
+		ServeKubeletAPI:        true,
+		ExtraArgs:              []string{"--config=" + configFile},
 	}})
 	c.InstallCRDs(t)
 	return &krEnv{c: c, cs: c.Clientset(), dyn: c.Dynamic(), ctx: t.Context(), logFile: logFile}
-}
-
-// krServingCert writes a self-signed serving certificate for 127.0.0.1 (the apiserver does not
-// verify kubelet certificates without --kubelet-certificate-authority).
-func krServingCert(t *testing.T, dir string) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kwok"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "kwok.crt"), filepath.Join(dir, "kwok.key")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile
-}
-
-func krFreePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func (k *krEnv) namespace(t *testing.T, name string) {
