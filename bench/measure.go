@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -20,122 +19,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// sample is one measured run.
-type sample struct {
-	wall time.Duration
-	// cpu is user plus system time of the process (0 for in-process runs).
-	cpu time.Duration
-	// maxRSS is the peak resident set size in bytes, from the OS (0 for in-process runs).
-	maxRSS int64
-	// reads is what the apiserver served during the run.
-	reads apiReads
-	exit  int
-	// failed is a baseline run that did not complete (out of memory under the cap).
-	failed bool
-}
-
-// apiReads counts the requests and response bytes the apiserver served, from its metrics.
-type apiReads struct {
-	requests int64
-	bytes    int64
-	// podRequests and podBytes are the part for the pods resource (not its subresources).
-	podRequests int64
-	podBytes    int64
-	// podLists and podGets split podRequests by verb.
-	podLists, podGets int64
-}
-
-// metrics is a scrape of the counters apiReads is computed from.
-type metrics struct {
-	// requests and bytes are keyed by "verb resource subresource".
-	requests map[string]float64
-	bytes    map[string]float64
-}
-
-// scrape reads the apiserver's request counters and response-size sums.
-func scrape(ctx context.Context, kube kubernetes.Interface) (metrics, error) {
-	raw, err := kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return metrics{}, fmt.Errorf("scrape apiserver metrics: %w", err)
-	}
-	m := metrics{requests: map[string]float64{}, bytes: map[string]float64{}}
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		var into map[string]float64
-		switch {
-		case strings.HasPrefix(line, "apiserver_request_total{"):
-			into = m.requests
-		case strings.HasPrefix(line, "apiserver_response_sizes_sum{"):
-			into = m.bytes
-		default:
-			continue
-		}
-		open, end := strings.IndexByte(line, '{'), strings.LastIndexByte(line, '}')
-		if open < 0 || end < open {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
-		if err != nil {
-			continue
-		}
-		labels := parseLabels(line[open+1 : end])
-		into[labels["verb"]+" "+labels["resource"]+" "+labels["subresource"]] += v
-	}
-	return m, sc.Err()
-}
-
-// parseLabels parses `a="x",b="y"` (label values here never contain quotes or commas).
-func parseLabels(s string) map[string]string {
-	out := map[string]string{}
-	for _, kv := range strings.Split(s, ",") {
-		k, v, ok := strings.Cut(kv, "=")
-		if ok {
-			out[k] = strings.Trim(v, `"`)
-		}
-	}
-	return out
-}
-
-// since returns what was served between an earlier scrape and this one. Requests for no resource
-// (discovery, /version) count too, less the earlier scrape itself, which is recorded after it
-// answered.
-func (m metrics) since(before metrics) apiReads {
-	var r apiReads
-	for k, v := range m.requests {
-		n := int64(v - before.requests[k] + 0.5)
-		parts := strings.SplitN(k, " ", 3)
-		if parts[1] == "" && parts[2] == "" && parts[0] == "GET" {
-			n-- // the scrape before the run
-		}
-		if n <= 0 {
-			continue
-		}
-		r.requests += n
-		if parts[1] == "pods" && parts[2] == "" {
-			r.podRequests += n
-			switch parts[0] {
-			case "LIST":
-				r.podLists += n
-			case "GET":
-				r.podGets += n
-			}
-		}
-	}
-	for k, v := range m.bytes {
-		n := int64(v - before.bytes[k] + 0.5)
-		if n <= 0 {
-			continue
-		}
-		r.bytes += n
-		if parts := strings.SplitN(k, " ", 3); parts[1] == "pods" && parts[2] == "" {
-			r.podBytes += n
-		}
-	}
-	return r
-}
-
 // runner runs the measured commands against one cluster.
 type runner struct {
 	kube       kubernetes.Interface
@@ -151,7 +34,7 @@ type runner struct {
 	baselineLimit int64
 }
 
-// command runs bin once with stdout to the given file and returns its wall time, CPU time, peak
+// command runs bin once with stdout to the given file (nil: the null device) and returns its wall time, CPU time, peak
 // RSS and the API reads it caused.
 func (r *runner) command(ctx context.Context, stdout *os.File, kubeconfig, bin string, args ...string) (sample, error) {
 	before, err := scrape(ctx, r.kube)
@@ -169,7 +52,10 @@ func (r *runner) command(ctx context.Context, stdout *os.File, kubeconfig, bin s
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Stdout, cmd.Stderr = stdout, &stderr
+	cmd.Stderr = &stderr
+	if stdout != nil {
+		cmd.Stdout = stdout
+	}
 	began := time.Now()
 	err = cmd.Run()
 	wall := time.Since(began)
@@ -195,11 +81,6 @@ func (r *runner) command(ctx context.Context, stdout *os.File, kubeconfig, bin s
 
 // baseline is the command a user would type instead of the scan.
 func (r *runner) baseline(ctx context.Context) (sample, error) {
-	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	if err != nil {
-		return sample{}, err
-	}
-	defer devnull.Close()
 	bin, args := r.kubectl, []string{"get", "pods", "-A", "-o", "json"}
 	if r.baselineLimit > 0 {
 		prlimit, err := exec.LookPath("prlimit")
@@ -208,7 +89,7 @@ func (r *runner) baseline(ctx context.Context) (sample, error) {
 		}
 		bin, args = prlimit, append([]string{"--as=" + strconv.FormatInt(r.baselineLimit, 10), "--", r.kubectl}, args...)
 	}
-	s, err := r.command(ctx, devnull, r.kubeconfig, bin, args...)
+	s, err := r.command(ctx, nil, r.kubeconfig, bin, args...)
 	if err == nil && s.exit != 0 {
 		if r.baselineLimit > 0 {
 			s.failed = true // out of address space under the cap; reported as such
@@ -219,32 +100,21 @@ func (r *runner) baseline(ctx context.Context) (sample, error) {
 	return s, err
 }
 
-// scan runs the plugin; exit 2 (findings at or above --fail-on) is a successful scan.
+// scan runs the plugin, its report to out (nil: discarded).
 func (r *runner) scan(ctx context.Context, out *os.File, extra ...string) (sample, error) {
-	if out == nil {
-		devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-		if err != nil {
-			return sample{}, err
-		}
-		defer devnull.Close()
-		out = devnull
-	}
-	s, err := r.command(ctx, out, r.kubeconfig, r.plugin, append([]string{"scan", "-A", "-o", "json"}, extra...)...)
-	if err == nil && s.exit != 0 && s.exit != 2 {
-		err = fmt.Errorf("scan exited %d", s.exit)
-	}
-	return s, err
+	return r.scanWith(ctx, out, r.kubeconfig, extra...)
 }
 
 // scanRaw runs the scan without gzip (disable-compression in its kubeconfig, as --disable-compression), so the
 // apiserver's byte counts are the uncompressed payload.
 func (r *runner) scanRaw(ctx context.Context) (sample, error) {
-	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	if err != nil {
-		return sample{}, err
-	}
-	defer devnull.Close()
-	s, err := r.command(ctx, devnull, r.rawKubeconfig, r.plugin, "scan", "-A", "-o", "json")
+	return r.scanWith(ctx, nil, r.rawKubeconfig)
+}
+
+// scanWith runs `scan -A -o json` with kubeconfig; exit 2 (findings at or above --fail-on) is a
+// successful scan.
+func (r *runner) scanWith(ctx context.Context, out *os.File, kubeconfig string, extra ...string) (sample, error) {
+	s, err := r.command(ctx, out, kubeconfig, r.plugin, append([]string{"scan", "-A", "-o", "json"}, extra...)...)
 	if err == nil && s.exit != 0 && s.exit != 2 {
 		err = fmt.Errorf("scan exited %d", s.exit)
 	}
