@@ -1,18 +1,9 @@
 package scenario
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
@@ -120,7 +111,7 @@ type Files struct {
 // ClusterOptions returns the cluster the scenario needs: kube-controller-manager (node
 // lifecycle, PodGC, namespace and garbage collector, Deployments), kube-scheduler, and kwok
 // playing the kubelet of every node labelled KwokLabel=KwokLabelValue, serving pods/log. It
-// writes kwok's configuration and serving certificate into dir.
+// writes kwok's configuration into dir.
 func ClusterOptions(dir string) (testcluster.Options, Files, error) {
 	var files Files
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -134,77 +125,15 @@ func ClusterOptions(dir string) (testcluster.Options, Files, error) {
 	if err := os.WriteFile(config, []byte(KwokStages+KwokClusterLogs(KruiseNamespace, managerContainer, files.ManagerLog)), 0o600); err != nil {
 		return testcluster.Options{}, files, fmt.Errorf("scenario files: %w", err)
 	}
-	cert, key, err := servingCert(dir)
-	if err != nil {
-		return testcluster.Options{}, files, err
-	}
-	port, err := freePort()
-	if err != nil {
-		return testcluster.Options{}, files, err
-	}
-	p := strconv.Itoa(port)
 	return testcluster.Options{
 		ControllerManager:      true,
 		Scheduler:              true,
 		NodeMonitorGracePeriod: NodeMonitorGracePeriod,
 		Kwok: &testcluster.KwokOptions{
 			NodeLabelSelector: KwokLabel + "=" + KwokLabelValue,
-			ExtraArgs: []string{"--config=" + config,
-				// kwok's kubelet API, which serves pods/log; the apiserver does not verify kubelet
-				// certificates without --kubelet-certificate-authority.
-				"--server-address=127.0.0.1:" + p, "--node-ip=127.0.0.1", "--node-port=" + p,
-				"--tls-cert-file=" + cert, "--tls-private-key-file=" + key},
+			// kwok's kubelet API serves the manager's log through pods/log.
+			ServeKubeletAPI: true,
+			ExtraArgs:       []string{"--config=" + config},
 		},
 	}, files, nil
-}
-
-// KruiseCRDs returns the project's OpenKruise CRD files (test/testdata/crds/apps.kruise.io_*).
-func KruiseCRDs() ([]string, error) {
-	dir, err := testcluster.CRDDir()
-	if err != nil {
-		return nil, err
-	}
-	paths, err := filepath.Glob(filepath.Join(dir, "apps.kruise.io_*.yaml"))
-	if err != nil || len(paths) == 0 {
-		return nil, fmt.Errorf("no apps.kruise.io_*.yaml in %s (err: %v)", dir, err)
-	}
-	return paths, nil
-}
-
-// servingCert writes a self-signed serving certificate for 127.0.0.1, for kwok's kubelet API.
-func servingCert(dir string) (certFile, keyFile string, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return "", "", fmt.Errorf("kwok serving key: %w", err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kwok"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(365 * 24 * time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return "", "", fmt.Errorf("kwok serving certificate: %w", err)
-	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return "", "", fmt.Errorf("kwok serving key: %w", err)
-	}
-	certFile, keyFile = filepath.Join(dir, "kwok.crt"), filepath.Join(dir, "kwok.key")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		return "", "", fmt.Errorf("kwok serving certificate: %w", err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
-		return "", "", fmt.Errorf("kwok serving key: %w", err)
-	}
-	return certFile, keyFile, nil
-}
-
-// freePort reserves a loopback port and releases it for kwok to bind.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("reserve a loopback port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -265,7 +265,22 @@ func (b *builder) patchPodMeta(ctx context.Context, ns, name, manager string, la
 	return nil
 }
 
-// podState waits until every live pod of selector is in the lifecycle state.
+// controllerPatches has the named controller patch the labels and finalizers of every live pod
+// of app, and returns how many pods it patched.
+func (b *builder) controllerPatches(ctx context.Context, app, manager string, labels map[string]string, finalizers []string) (int, error) {
+	pods, err := b.livePods(ctx, Namespace, "app="+app)
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range pods {
+		if err := b.patchPodMeta(ctx, Namespace, p.Name, manager, labels, finalizers); err != nil {
+			return 0, err
+		}
+	}
+	return len(pods), nil
+}
+
+// waitLifecycle waits until every live pod of selector is in the lifecycle state.
 func (b *builder) waitLifecycle(ctx context.Context, ns, selector, state string, n int) error {
 	return poll(ctx, time.Minute, fmt.Sprintf("%d pods %s in %s to be %s", n, selector, ns, state), func(ctx context.Context) (bool, error) {
 		pods, err := b.livePods(ctx, ns, selector)

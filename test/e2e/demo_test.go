@@ -28,7 +28,7 @@ func TestDemoScenarios(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := testcluster.Start(t, opts)
-	crds, err := scenario.KruiseCRDs()
+	crds, err := testcluster.KruiseCRDFiles()
 	if err != nil {
 		t.Fatal(err)
 	}

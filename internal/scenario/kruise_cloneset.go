@@ -1,0 +1,299 @@
+package scenario
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
+)
+
+// reconcile is the CloneSet controller's doReconcile, reduced to what the scenario exercises.
+func (p *leaderProcess) reconcile(ctx context.Context, key string) error {
+	obj, exists, err := p.sets.GetIndexer().GetByKey(key)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		p.exp.forget(key)
+		return nil
+	}
+	u := obj.(*unstructured.Unstructured)
+	w, err := kruise.WorkloadFromUnstructured(u)
+	if err != nil || w.DeletionTimestamp != nil {
+		return nil
+	}
+	// Unsatisfied scale expectations skip the reconcile before anything else, status included.
+	if ok, waited, dirty := p.exp.satisfied(key); !ok {
+		if waited >= p.m.expectationTimeout {
+			p.log.info("cloneset_controller.go:232", `"Expectation unsatisfied overtime" cloneSet=%q scaleDirtyPods=%s overTime=%q`, key, dirty, waited.String())
+			return nil
+		}
+		p.log.info("cloneset_controller.go:235", `"Not satisfied scale" cloneSet=%q scaleDirtyPods=%s`, key, dirty)
+		p.queue.AddAfter(key, p.m.expectationTimeout-waited)
+		return nil
+	}
+
+	var active []*corev1.Pod
+	objs, err := p.pods.GetIndexer().ByIndex(byController, string(w.UID))
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		pod := o.(*corev1.Pod)
+		if pod.Namespace == w.Namespace && pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+			active = append(active, pod)
+		}
+	}
+	sort.Slice(active, func(i, j int) bool { return active[i].Name < active[j].Name })
+	hash, err := templateHash(u)
+	if err != nil {
+		return err
+	}
+	updateRevision := w.Name + "-" + hash
+
+	// Lifecycle: PreparingNormal -> Normal once the preNormal hook is satisfied (refreshPodState).
+	for i, pod := range active {
+		if pod.Labels[kruise.LabelLifecycleState] != kruise.StatePreparingNormal || !allHooked(w.Lifecycle.PreNormal, pod) {
+			continue
+		}
+		updated, err := p.setLifecycleState(ctx, pod, kruise.StateNormal)
+		if err != nil {
+			return err
+		}
+		active[i] = updated
+	}
+
+	replicas := int32(1)
+	if w.Replicas != nil {
+		replicas = *w.Replicas
+	}
+	switch diff := int(replicas) - len(active); {
+	case diff > 0:
+		for range diff {
+			if err := p.createPod(ctx, w, key, updateRevision, hash); err != nil {
+				return err
+			}
+		}
+	case diff < 0:
+		for _, pod := range active[len(active)+diff:] {
+			if err := p.deletePod(ctx, w, key, pod); err != nil {
+				return err
+			}
+		}
+	}
+	return p.writeStatus(ctx, u, w, active, replicas, updateRevision)
+}
+
+// templateHash names the template's revision as kruise's ControllerRevision hashes do.
+func templateHash(u *unstructured.Unstructured) (string, error) {
+	tpl, _, _ := unstructured.NestedMap(u.Object, "spec", "template")
+	raw, err := json.Marshal(tpl)
+	if err != nil {
+		return "", fmt.Errorf("hash template of %s: %w", u.GetName(), err)
+	}
+	h := fnv.New32a()
+	_, _ = h.Write(raw)
+	return utilrand.SafeEncodeString(fmt.Sprint(h.Sum32())), nil
+}
+
+// allHooked is IsPodAllHooked: every hook finalizer on the pod and every hook label equal.
+func allHooked(h *kruise.LifecycleHook, pod *corev1.Pod) bool {
+	if h == nil {
+		return true
+	}
+	for _, f := range h.FinalizersHandler {
+		if !hasString(pod.Finalizers, f) {
+			return false
+		}
+	}
+	for k, v := range h.LabelsHandler {
+		if pod.Labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *leaderProcess) setLifecycleState(ctx context.Context, pod *corev1.Pod, state string) (*corev1.Pod, error) {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"labels":      map[string]string{kruise.LabelLifecycleState: state},
+		"annotations": map[string]string{kruise.AnnotationLifecycleTime: time.Now().UTC().Format(time.RFC3339)},
+	}})
+	if err != nil {
+		return nil, err
+	}
+	out, err := p.m.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch,
+		metav1.PatchOptions{FieldManager: managerFieldManager})
+	if err != nil {
+		return nil, fmt.Errorf("set lifecycle state of pod %s: %w", pod.Name, err)
+	}
+	// kruise's pod readiness controller follows the lifecycle state with KruisePodReady.
+	if err := p.setConditions(ctx, out, corev1.PodCondition{Type: "KruisePodReady", Status: corev1.ConditionTrue}); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// setConditions patches pod conditions (merged by type), as kruise's controllers do.
+func (p *leaderProcess) setConditions(ctx context.Context, pod *corev1.Pod, conds ...corev1.PodCondition) error {
+	now := metav1.Now()
+	for i := range conds {
+		conds[i].LastTransitionTime = now
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": conds}})
+	if err != nil {
+		return err
+	}
+	_, err = p.m.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch,
+		metav1.PatchOptions{FieldManager: managerFieldManager}, "status")
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("set conditions of pod %s: %w", pod.Name, err)
+	}
+	return nil
+}
+
+// createPod creates one pod of the revision, as createPods in cloneset_scale.go does.
+func (p *leaderProcess) createPod(ctx context.Context, w *kruise.Workload, key, revision, hash string) error {
+	id := utilrand.String(5)
+	tpl := w.Template.DeepCopy()
+	yes := true
+	pod := &corev1.Pod{ObjectMeta: tpl.ObjectMeta, Spec: tpl.Spec}
+	pod.Name, pod.Namespace = w.Name+"-"+id, w.Namespace
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels["controller-revision-hash"] = revision
+	pod.Labels["pod-template-hash"] = hash
+	pod.Labels["apps.kruise.io/cloneset-instance-id"] = id
+	pod.Labels[kruise.LabelLifecycleState] = kruise.StatePreparingNormal
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[kruise.AnnotationLifecycleTime] = time.Now().UTC().Format(time.RFC3339)
+	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: w.APIVersion, Kind: w.Kind, Name: w.Name, UID: w.UID,
+		Controller: &yes, BlockOwnerDeletion: &yes}}
+	pod.Spec.ReadinessGates = append(pod.Spec.ReadinessGates,
+		corev1.PodReadinessGate{ConditionType: kruise.ConditionInPlaceReady}, corev1.PodReadinessGate{ConditionType: "KruisePodReady"})
+
+	p.exp.expect(key, "create", pod.Name)
+	created, err := p.m.kube.CoreV1().Pods(w.Namespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: managerFieldManager})
+	if err != nil {
+		p.exp.observe(key, "create", pod.Name)
+		p.event(ctx, w, corev1.EventTypeWarning, "FailedCreate", fmt.Sprintf("failed to create pod: %v", err))
+		return fmt.Errorf("create pod for %s: %w", key, err)
+	}
+	p.event(ctx, w, corev1.EventTypeNormal, "SuccessfulCreate", "succeed to create pod "+created.Name)
+	return p.setConditions(ctx, created,
+		corev1.PodCondition{Type: kruise.ConditionInPlaceReady, Status: corev1.ConditionTrue},
+		corev1.PodCondition{Type: "KruisePodReady", Status: corev1.ConditionFalse})
+}
+
+func (p *leaderProcess) deletePod(ctx context.Context, w *kruise.Workload, key string, pod *corev1.Pod) error {
+	p.exp.expect(key, "delete", pod.Name)
+	if err := p.m.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		p.exp.observe(key, "delete", pod.Name)
+		return fmt.Errorf("delete pod %s: %w", pod.Name, err)
+	}
+	p.event(ctx, w, corev1.EventTypeNormal, "SuccessfulDelete", "succeed to delete pod "+pod.Name)
+	return nil
+}
+
+// event records an event on the CloneSet as kruise's cloneset-controller recorder does.
+func (p *leaderProcess) event(ctx context.Context, w *kruise.Workload, typ, reason, msg string) {
+	now := metav1.Now()
+	e := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", w.Name, now.UnixNano()), Namespace: w.Namespace},
+		InvolvedObject: corev1.ObjectReference{APIVersion: w.APIVersion, Kind: w.Kind, Namespace: w.Namespace,
+			Name: w.Name, UID: w.UID, ResourceVersion: w.ResourceVersion},
+		Reason: reason, Message: msg, Type: typ, Count: 1, FirstTimestamp: now, LastTimestamp: now,
+		Source: corev1.EventSource{Component: cloneSetController}, ReportingController: cloneSetController,
+	}
+	if _, err := p.m.kube.CoreV1().Events(w.Namespace).Create(ctx, e, metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
+		p.m.logf("kruise-manager: record event %s on %s/%s: %v", reason, w.Namespace, w.Name, err)
+	}
+}
+
+// writeStatus writes the status calculateStatus computes, when it changed.
+func (p *leaderProcess) writeStatus(ctx context.Context, u *unstructured.Unstructured, w *kruise.Workload, active []*corev1.Pod,
+	replicas int32, updateRevision string) error {
+	var ready, available, updated, updatedReady int64
+	for _, pod := range active {
+		r := podReady(pod)
+		if r {
+			ready++
+			if pod.Labels[kruise.LabelLifecycleState] == kruise.StateNormal {
+				available++
+			}
+		}
+		if pod.Labels["controller-revision-hash"] == updateRevision {
+			updated++
+			if r {
+				updatedReady++
+			}
+		}
+	}
+	n := int64(len(active))
+	current := w.Status.CurrentRevision
+	if current == "" || (updated == n && n == int64(replicas)) {
+		current = updateRevision
+	}
+	expectedUpdated := int64(replicas)
+	if w.Partition != nil {
+		expectedUpdated = max(0, int64(replicas)-int64(*w.Partition))
+	}
+	selector, err := metav1.LabelSelectorAsSelector(w.Selector)
+	if err != nil {
+		return fmt.Errorf("selector of %s/%s: %w", w.Namespace, w.Name, err)
+	}
+	status := map[string]any{
+		"observedGeneration": w.Generation, "replicas": n, "readyReplicas": ready, "availableReplicas": available,
+		"updatedReplicas": updated, "updatedReadyReplicas": updatedReady, "expectedUpdatedReplicas": expectedUpdated,
+		"updateRevision": updateRevision, "currentRevision": current, "collisionCount": int64(0),
+		"labelSelector": selector.String(),
+	}
+	old, _, _ := unstructured.NestedMap(u.Object, "status")
+	if conds, ok := old["conditions"]; ok {
+		status["conditions"] = conds
+	}
+	if equality.Semantic.DeepEqual(runtime.DeepCopyJSONValue(old), runtime.DeepCopyJSONValue(status)) {
+		return nil
+	}
+	out := u.DeepCopy()
+	out.Object["status"] = status
+	_, err = p.m.dyn.Resource(kruise.CloneSets).Namespace(w.Namespace).UpdateStatus(ctx, out, metav1.UpdateOptions{FieldManager: managerFieldManager})
+	if err != nil {
+		return fmt.Errorf("update status of %s/%s: %w", w.Namespace, w.Name, err)
+	}
+	return nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func hasString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,107 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+)
+
+// The kruise-manager the scenario installs: the Helm chart's names, one Deployment of two replicas
+// whose leader holds the Lease.
+const (
+	KruiseNamespace  = "kruise-system"
+	KruiseDeployment = "kruise-controller-manager"
+	kruiseLease      = "kruise-manager"
+	managerContainer = "manager"
+	// controller-runtime's leader election defaults, which kruise-manager keeps.
+	leaseDuration = 15 * time.Second
+	retryPeriod   = 2 * time.Second
+	// managerFieldManager is the field manager kruise-manager's writes carry.
+	managerFieldManager = "kruise-manager"
+	cloneSetController  = "cloneset-controller"
+)
+
+// kruiseManagerLabels select the manager's pods (the Helm chart's labels).
+var kruiseManagerLabels = map[string]string{"control-plane": "controller-manager"}
+
+// KruiseManager stands in for the leader of kruise-manager v1.7.0: no container runs in the
+// scenario cluster (kwok only simulates pods), so this process does, through the API, what the
+// leader's CloneSet controller does there, with the behaviour the checks diagnose:
+//
+//   - leader election: the Lease kruise-system/kruise-manager is held by "<pod>_<uuid>" of a
+//     Running manager pod and renewed every 2s; when the leader's pod is deleted the Lease is not
+//     released (observed with the real v1.7.0), and another Running replica takes it over once it
+//     expires (15s). A new leader starts with empty memory: no expectations.
+//   - the CloneSet controller: pods created from the template with kruise's labels, annotations,
+//     readiness gates and owner reference, SuccessfulCreate events; lifecycle refresh from
+//     PreparingNormal to Normal once the preNormal hook is satisfied (IsPodAllHooked); status as
+//     calculateStatus writes it; scale expectations that skip every reconcile while unsatisfied,
+//     logging "Not satisfied scale" and, past --expectation-timeout, "Expectation unsatisfied
+//     overtime" to the leader container's log, which kwok serves through pods/log.
+//   - CloneSetEventHandlerOptimization (v1.4.0-v1.8.x, openkruise/kruise#2057): pod update events
+//     that change only a preNormal hook's finalizers are ignored, so the pod is not refreshed.
+//
+// It does not roll out template changes (the scenario only edits a paused CloneSet) and keeps no
+// ControllerRevisions or resourceVersion expectations.
+type KruiseManager struct {
+	kube    kubernetes.Interface
+	dyn     dynamic.Interface
+	logFile string
+	logf    func(format string, args ...any)
+	// eventFilter is CloneSetEventHandlerOptimization=true.
+	eventFilter        bool
+	expectationTimeout time.Duration
+
+	mu     sync.Mutex
+	leader *leaderProcess
+}
+
+// newKruiseManager returns the stand-in for a manager run with the given flags.
+func newKruiseManager(kube kubernetes.Interface, dyn dynamic.Interface, logFile string, eventFilter bool,
+	expectationTimeout time.Duration, logf func(string, ...any)) *KruiseManager {
+	return &KruiseManager{kube: kube, dyn: dyn, logFile: logFile, logf: logf, eventFilter: eventFilter, expectationTimeout: expectationTimeout}
+}
+
+// Run plays the manager's replicas until ctx ends.
+func (m *KruiseManager) Run(ctx context.Context) {
+	t := time.NewTicker(retryPeriod)
+	defer t.Stop()
+	defer m.stopLeader()
+	for {
+		m.tick(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Leader returns the pod whose process leads, or "".
+func (m *KruiseManager) Leader() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.leader == nil {
+		return ""
+	}
+	return m.leader.pod
+}
+
+// WaitLeading waits until a leader runs with synced caches.
+func (m *KruiseManager) WaitLeading(ctx context.Context, timeout time.Duration) error {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		m.mu.Lock()
+		p := m.leader
+		m.mu.Unlock()
+		return p != nil && p.synced(), nil
+	})
+	if err != nil {
+		return fmt.Errorf("wait for a kruise-manager leader: %w", err)
+	}
+	return nil
+}
