@@ -9,28 +9,20 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/collect/internal/protolist"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 )
 
-// encodedList is a PartialObjectMetadataList as the apiserver sends it in protobuf: the magic,
-// then a runtime.Unknown whose raw field holds the list.
+// encodedList is a PartialObjectMetadataList as the apiserver sends it in protobuf.
 func encodedList(t *testing.T, l *metav1.PartialObjectMetadataList) []byte {
 	t.Helper()
 	raw, err := l.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadataList"},
-		Raw: raw, ContentType: "application/vnd.kubernetes.protobuf"}
-	env, err := u.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append([]byte(protolist.Magic), env...)
+	return protoEnvelope(raw)
 }
 
 func testList(n int, cont string) *metav1.PartialObjectMetadataList {
@@ -122,16 +114,12 @@ func TestDecodePodPageKeepsOnlyWantedPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := (&runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "v1", Kind: "PodList"}, Raw: raw}).Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
 	js, err := json.Marshal(l)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[types.UID]bool{"uid-1": true, "uid-3": true}
-	for name, body := range map[string][]byte{"protobuf": append([]byte(protolist.Magic), env...), "json": js} {
+	for name, body := range map[string][]byte{"protobuf": protoEnvelope(raw), "json": js} {
 		t.Run(name, func(t *testing.T) {
 			var cont string
 			var got []*corev1.Pod

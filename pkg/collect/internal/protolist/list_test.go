@@ -9,25 +9,21 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 )
 
 // encoded is a list as the apiserver sends it in protobuf: the magic, then a runtime.Unknown
-// (type, raw, content type) whose raw field holds the list.
+// whose fields other than raw (type, content type) the decoder skips.
 func encoded(t *testing.T, l *metav1.PartialObjectMetadataList) []byte {
 	t.Helper()
 	raw, err := l.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadataList"},
-		Raw: raw, ContentType: "application/vnd.kubernetes.protobuf"}
-	env, err := u.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append([]byte(Magic), env...)
+	typeMeta := appendBytes(appendTag(nil, 1, wireBytes), []byte("\x0a\x07meta/v1"))
+	b := appendBytes(appendTag([]byte(Magic), 1, wireBytes), typeMeta)
+	b = appendBytes(appendTag(b, fieldUnknownRaw, wireBytes), raw)
+	return appendBytes(appendTag(b, 4, wireBytes), []byte("application/vnd.kubernetes.protobuf"))
 }
 
 func list(n int) *metav1.PartialObjectMetadataList {
@@ -131,6 +127,10 @@ func appendVarint(b []byte, v uint64) []byte {
 		v >>= 7
 	}
 	return append(b, byte(v))
+}
+
+func appendBytes(b, content []byte) []byte {
+	return append(appendVarint(b, uint64(len(content))), content...)
 }
 
 func appendTag(b []byte, num uint64, typ int) []byte { return appendVarint(b, num<<3|uint64(typ)) }

@@ -1,0 +1,433 @@
+package collect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
+)
+
+var allNamespaces = Options{Scope: snapshot.Scope{AllNamespaces: true}}
+
+func collect(t *testing.T, c *fakeCluster, opts Options, inputs ...snapshot.Input) *snapshot.Snapshot {
+	t.Helper()
+	s, err := Collect(context.Background(), c.clients(t), opts, inputs)
+	if err != nil {
+		t.Fatalf("Collect: %v", err)
+	}
+	return s
+}
+
+// unread returns the snapshot's unread inputs as text.
+func unread(s *snapshot.Snapshot) map[snapshot.Input]string {
+	out := map[snapshot.Input]string{}
+	for in, err := range s.Unread {
+		out[in] = err.Error()
+	}
+	return out
+}
+
+func pod(ns, name string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "/" + name), Labels: labels},
+		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}
+}
+
+func TestCollectFailsOnlyWithoutAServerVersion(t *testing.T) {
+	c := newFakeCluster(t)
+	c.disc.PrependReactor("get", "version", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("connection refused")
+	})
+	if _, err := Collect(context.Background(), c.clients(t), allNamespaces, []snapshot.Input{snapshot.InputNodes}); err == nil ||
+		!strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("Collect error = %v, want the server version's", err)
+	}
+}
+
+func TestCollectRecordsForbiddenListsAndReadsTheRest(t *testing.T) {
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: corev1.NamespaceNodeLease, Name: "node-1"}}
+	c := newFakeCluster(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, lease,
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}})
+	c.forbid("list", "nodes", "*")
+	c.pods.status = 403
+	s := collect(t, c, allNamespaces, snapshot.InputPods, snapshot.InputNodes, snapshot.InputNodeLeases, snapshot.InputNamespaces)
+	want := map[snapshot.Input]string{snapshot.InputNodes: "forbidden: list nodes", snapshot.InputPods: "forbidden: list pods"}
+	if got := unread(s); !reflect.DeepEqual(got, want) {
+		t.Errorf("unread = %v, want %v", got, want)
+	}
+	if len(s.Nodes) != 0 || len(s.Pods) != 0 || len(s.Namespaces) != 1 || len(s.NodeLeases) != 1 {
+		t.Errorf("read %d nodes, %d pods, %d namespaces, %d node leases; want 0, 0, 1, 1", len(s.Nodes), len(s.Pods), len(s.Namespaces), len(s.NodeLeases))
+	}
+
+	// In a namespace scope, the namespace is read with a GET.
+	c.forbid("get", "namespaces", "*")
+	s = collect(t, c, Options{Scope: snapshot.Scope{Namespace: "shop"}}, snapshot.InputNamespaces)
+	if got := unread(s)[snapshot.InputNamespaces]; got != "forbidden: get namespaces/shop" {
+		t.Errorf("unread namespaces = %q", got)
+	}
+}
+
+// manager is a kruise-manager Deployment, its leader Lease and its leader pod.
+func manager(bound bool) []runtime.Object {
+	sel := map[string]string{"control-plane": "controller-manager"}
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "kruise-system", Name: "kruise-controller-manager"},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: sel}, Template: corev1.PodTemplateSpec{
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: kruise.ManagerContainer, Image: "openkruise/kruise-manager:v1.8.0"}}}}}}
+	holder := "kruise-controller-manager-7d9_4b2c"
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "kruise-system", Name: kruise.DefaultLeaderElectionID},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}
+	leader := pod("kruise-system", "kruise-controller-manager-7d9", sel)
+	if !bound {
+		leader.Spec.NodeName = ""
+	}
+	return []runtime.Object{dep, lease, leader}
+}
+
+func TestCollectListsDeploymentsPerNamespaceWhenForbiddenClusterWide(t *testing.T) {
+	c := newFakeCluster(t, manager(true)...)
+	c.forbid("list", "deployments", "")
+	c.forbid("list", "deployments", "kube-system")
+	s := collect(t, c, Options{Scope: snapshot.Scope{Namespace: "shop"}}, snapshot.InputControllers, snapshot.InputControllerLogs)
+
+	var lists []string
+	for _, a := range c.kube.Actions() {
+		if a.Matches("list", "deployments") {
+			lists = append(lists, a.GetNamespace())
+		}
+	}
+	if want := []string{"", "kruise-system", "kube-system", "shop"}; !reflect.DeepEqual(lists, want) {
+		t.Errorf("deployments listed in %q, want %q", lists, want)
+	}
+	want := map[snapshot.Input]string{snapshot.InputControllers: "forbidden: list apps/deployments in kube-system"}
+	if got := unread(s); !reflect.DeepEqual(got, want) {
+		t.Errorf("unread = %v, want %v", got, want)
+	}
+	if len(s.Deployments) != 1 || len(s.Leases) != 1 || len(s.ControllerPods) != 1 {
+		t.Errorf("read %d deployments, %d leases, %d controller pods; want one each", len(s.Deployments), len(s.Leases), len(s.ControllerPods))
+	}
+	// The fake's log ("fake logs") has no expectation line: the leader's log is read, nothing kept.
+	if log, ok := s.Logs["kruise-system/kruise-controller-manager-7d9"]; !ok || log != "" {
+		t.Errorf("logs = %q, want the leader's read and empty", s.Logs)
+	}
+}
+
+func TestCollectDoesNotReadTheLogOfAnUnboundLeader(t *testing.T) {
+	c := newFakeCluster(t, manager(false)...)
+	s := collect(t, c, allNamespaces, snapshot.InputControllers, snapshot.InputControllerLogs)
+	if got := unread(s)[snapshot.InputControllerLogs]; !strings.Contains(got, "not bound to a node") {
+		t.Errorf("unread controller-logs = %q", got)
+	}
+}
+
+func TestCollectEventsFilteredByTheServerOrHere(t *testing.T) {
+	event := func(name, typ, apiVersion string) *corev1.Event {
+		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name,
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+			Type: typ, InvolvedObject: corev1.ObjectReference{APIVersion: apiVersion, Kind: "Pod", Name: "web-1"}}
+	}
+	events := []runtime.Object{event("warning", corev1.EventTypeWarning, "v1"), event("normal", corev1.EventTypeNormal, "v1"),
+		event("cloneset", corev1.EventTypeNormal, kruise.CloneSets.GroupVersion().String())}
+	for _, rejects := range []bool{false, true} {
+		t.Run(fmt.Sprintf("server rejects selectors %v", rejects), func(t *testing.T) {
+			c := newFakeCluster(t, events...)
+			c.serve(kruise.CloneSets.GroupVersion().String(), metav1.APIResource{Name: "clonesets", Kind: "CloneSet", Namespaced: true})
+			var selectors []string
+			c.kube.PrependReactor("list", "events", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				sel := a.(clienttesting.ListAction).GetListRestrictions().Fields
+				selectors = append(selectors, sel.String())
+				if rejects && !sel.Empty() {
+					return true, nil, apierrors.NewBadRequest("field label not supported")
+				}
+				all, err := c.kube.Tracker().List(corev1.SchemeGroupVersion.WithResource("events"), corev1.SchemeGroupVersion.WithKind("Event"), "")
+				if err != nil {
+					return true, nil, err
+				}
+				l := all.(*corev1.EventList)
+				l.Items = slices.DeleteFunc(l.Items, func(e corev1.Event) bool {
+					return !sel.Matches(fields.Set{"type": e.Type, "involvedObject.apiVersion": e.InvolvedObject.APIVersion})
+				})
+				return true, l, nil
+			})
+			s := collect(t, c, allNamespaces, snapshot.InputEvents)
+
+			want := []string{"type=Warning", "involvedObject.apiVersion=apps.kruise.io/v1alpha1,type!=Warning",
+				"involvedObject.apiVersion=apps.kruise.io/v1beta1,type!=Warning"}
+			if rejects {
+				want = []string{"type=Warning", ""}
+			}
+			if !reflect.DeepEqual(selectors, want) {
+				t.Errorf("field selectors = %q, want %q", selectors, want)
+			}
+			var names []string
+			for _, e := range s.Events {
+				names = append(names, e.Name)
+				if e.ManagedFields != nil {
+					t.Errorf("event %s keeps its managedFields", e.Name)
+				}
+			}
+			slices.Sort(names)
+			if want := []string{"cloneset", "warning"}; !reflect.DeepEqual(names, want) || len(s.Unread) != 0 {
+				t.Errorf("events %v, unread %v; want %v and nothing unread", names, s.Unread, want)
+			}
+		})
+	}
+}
+
+func TestCollectObjectsBeingDeleted(t *testing.T) {
+	deleting := metav1.NewTime(time.Now().Add(-time.Hour))
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", DeletionTimestamp: &deleting, Finalizers: []string{"example.com/f"}}}
+	c := newFakeCluster(t, node)
+	c.serve("v1", metav1.APIResource{Name: "configmaps", Kind: "ConfigMap", Namespaced: true},
+		metav1.APIResource{Name: "secrets", Kind: "Secret", Namespaced: true}, metav1.APIResource{Name: "componentstatuses", Kind: "ComponentStatus"})
+	c.serve("example.com/v1", metav1.APIResource{Name: "widgets", Kind: "Widget"}, metav1.APIResource{Name: "gadgets", Kind: "Gadget"},
+		metav1.APIResource{Name: "things", Kind: "Thing"}, metav1.APIResource{Name: "widgets/status", Kind: "Widget"})
+	c.disc.PrependReactor("get", "resource", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, &discovery.ErrGroupDiscoveryFailed{Groups: map[schema.GroupVersion]error{{Group: "metrics.k8s.io", Version: "v1beta1"}: errors.New("503")}}
+	})
+	cm := func(name string, deleted bool) runtime.RawExtension {
+		m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}}
+		if deleted {
+			m.DeletionTimestamp = &deleting
+		}
+		return runtime.RawExtension{Object: m}
+	}
+	errs := map[string]error{
+		"secrets": apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "", errors.New("no")),
+		"widgets": apierrors.NewForbidden(schema.GroupResource{Group: "example.com", Resource: "widgets"}, "", errors.New("no")),
+		"gadgets": apierrors.NewInternalError(errors.New("etcd timeout")),
+		"things":  apierrors.NewNotFound(schema.GroupResource{Group: "example.com", Resource: "things"}, ""),
+	}
+	var listed []string
+	c.meta.PrependReactor("list", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		r := a.GetResource().Resource
+		listed = append(listed, r)
+		if err := errs[r]; err != nil {
+			return true, nil, err
+		}
+		if r == "configmaps" {
+			return true, &metav1.List{Items: []runtime.RawExtension{cm("kept", false), cm("stuck", true)}}, nil
+		}
+		return true, &metav1.List{}, nil
+	})
+	s := collect(t, c, allNamespaces, snapshot.InputObjects, snapshot.InputNodes)
+
+	slices.Sort(listed)
+	// Pods, events, namespaces and component statuses are never listed; nodes are read whole by
+	// their own input.
+	if want := []string{"configmaps", "deployments", "gadgets", "secrets", "things", "widgets"}; !reflect.DeepEqual(listed, want) {
+		t.Errorf("listed metadata-only %v, want %v", listed, want)
+	}
+	var got []string
+	for _, o := range s.Objects {
+		got = append(got, o.Kind+" "+o.Meta.Namespace+"/"+o.Meta.Name)
+	}
+	slices.Sort(got)
+	if want := []string{"ConfigMap shop/stuck", "Node /node-1"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("objects being deleted = %v, want %v", got, want)
+	}
+	want := "discovery failed for metrics.k8s.io/v1beta1; forbidden: list example.com/widgets; " +
+		"failed: list example.com/gadgets (Internal error occurred: etcd timeout)"
+	if got := unread(s); len(got) != 1 || got[snapshot.InputObjects] != want {
+		t.Errorf("unread = %v, want objects: %s", got, want)
+	}
+	if got := s.Limits[snapshot.InputObjects]; !strings.HasPrefix(got, "secrets not listed") {
+		t.Errorf("limits = %v, want the secrets stated", s.Limits)
+	}
+}
+
+func TestCollectOpenKruiseAndOptionalAPIs(t *testing.T) {
+	obj := func(gvr schema.GroupVersionResource, kind, ns, name string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(gvr.GroupVersion().String())
+		u.SetKind(kind)
+		u.SetNamespace(ns)
+		u.SetName(name)
+		return u
+	}
+	c := newFakeCluster(t,
+		obj(kruise.CloneSets, kruise.KindCloneSet, "shop", "web"), obj(kruise.StatefulSets, kruise.KindStatefulSet, "shop", "db"),
+		obj(kruise.SidecarSets, "SidecarSet", "", "mesh"), obj(capiCluster, "Cluster", "shop", "prod"), obj(apiServices, "APIService", "", "v1beta1.metrics.k8s.io"))
+	c.serve(kruise.CloneSets.GroupVersion().String(), metav1.APIResource{Name: "clonesets", Kind: "CloneSet", Namespaced: true},
+		metav1.APIResource{Name: "sidecarsets", Kind: "SidecarSet"})
+	c.serve(kruise.StatefulSets.GroupVersion().String(), metav1.APIResource{Name: "statefulsets", Kind: "StatefulSet", Namespaced: true})
+	c.serve(capiCluster.GroupVersion().String(), metav1.APIResource{Name: "clusters", Kind: "Cluster", Namespaced: true})
+	c.serve(apiServices.GroupVersion().String(), metav1.APIResource{Name: "apiservices", Kind: "APIService"})
+	c.dyn.PrependReactor("list", "clonesets", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(kruise.CloneSets.GroupResource(), "", errors.New("no"))
+	})
+	s := collect(t, c, allNamespaces, snapshot.InputKruiseWorkloads, snapshot.InputSidecarSets, snapshot.InputClusterAPI, snapshot.InputAPIServices)
+
+	want := map[snapshot.Input]string{snapshot.InputKruiseWorkloads: "forbidden: list apps.kruise.io/clonesets"}
+	if got := unread(s); !reflect.DeepEqual(got, want) {
+		t.Errorf("unread = %v, want %v", got, want)
+	}
+	if len(s.Workloads) != 1 || s.Workloads[0].Name != "db" || len(s.SidecarSets) != 1 || len(s.Clusters) != 1 || len(s.APIServices) != 1 {
+		t.Errorf("read %d workloads, %d sidecarsets, %d clusters, %d apiservices; want the StatefulSet and one of each",
+			len(s.Workloads), len(s.SidecarSets), len(s.Clusters), len(s.APIServices))
+	}
+	if !s.Installed[GroupKruise] || !s.Installed[GroupClusterAPI] {
+		t.Errorf("installed = %v", s.Installed)
+	}
+}
+
+// podCluster serves 6 pods of a workload "web", a pod "lone" and other pods, in namespace shop;
+// "gone" is listed but deleted before it is read in full.
+func podCluster(t *testing.T) (*fakeCluster, []types.UID) {
+	var served []runtime.Object
+	var cands []types.UID
+	add := func(p *corev1.Pod, candidate, stored bool) {
+		p.Annotations = map[string]string{"example.com/read": "yes", "cni/state": "big"}
+		p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet", FieldsType: "FieldsV1",
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{}},"f:status":{"f:phase":{}}}`)}}}
+		if stored {
+			served = append(served, p)
+		}
+		if candidate {
+			cands = append(cands, p.UID)
+		}
+	}
+	for i := range 6 {
+		add(pod("shop", fmt.Sprintf("web-%d", i), map[string]string{"app": "web"}), true, true)
+	}
+	for i := range 4 {
+		add(pod("shop", fmt.Sprintf("api-%d", i), map[string]string{"app": "api"}), false, true)
+	}
+	add(pod("shop", "lone", nil), true, true)
+	gone := pod("shop", "gone", nil)
+	add(gone, true, false)
+	c := newFakeCluster(t, served...)
+	for _, o := range served {
+		c.pods.pods = append(c.pods.pods, *o.(*corev1.Pod))
+	}
+	c.pods.pods = append(c.pods.pods, *gone)
+	return c, cands
+}
+
+func TestCollectReadsPodsAndCandidates(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		json     bool
+		pageSize int64
+		minor    string
+		// lists are the queries of the bulk pod list's requests, selected those of the LIST of
+		// candidates (the pods of "web", at the bulk list's resourceVersion or newer).
+		lists, selected []string
+	}{
+		{name: "protobuf, one streamed response", minor: "37", lists: []string{"?"}, selected: []string{inShop(selectWeb)}},
+		{name: "json, one streamed response", json: true, minor: "37", lists: []string{"?"}, selected: []string{inShop(selectWeb)}},
+		{name: "protobuf, pages of 4", pageSize: 4, minor: "37", lists: []string{"?limit=4", "?continue=4&limit=4", "?continue=8&limit=4"},
+			selected: []string{inShop(selectWeb + "&limit=4"), "shop?continue=4&labelSelector=app%3Dweb&limit=4"}},
+		{name: "protobuf, server without streamed lists: default pages", minor: "32", lists: []string{"?limit=500"},
+			selected: []string{inShop(selectWeb + "&limit=500")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, cands := podCluster(t)
+			c.pods.json = tc.json
+			c.disc.FakedServerVersion.Minor = tc.minor
+			opts := allNamespaces
+			opts.PageSize = tc.pageSize
+			opts.PodAnnotations = []string{"example.com/read"}
+			opts.Candidates = func(*snapshot.Snapshot) []types.UID { return cands }
+			s := collect(t, c, opts, snapshot.InputPods)
+
+			if len(s.Unread) != 0 {
+				t.Errorf("unread = %v", s.Unread)
+			}
+			if len(s.Pods) != 12 {
+				t.Fatalf("%d pods listed, want 12", len(s.Pods))
+			}
+			for _, p := range s.Pods {
+				if p.ManagedFields != nil || !reflect.DeepEqual(p.Annotations, map[string]string{"example.com/read": "yes"}) {
+					t.Fatalf("listed pod %s keeps managedFields %v, annotations %v", p.Name, p.ManagedFields, p.Annotations)
+				}
+			}
+			var full []string
+			for _, p := range s.FullPods {
+				full = append(full, p.Name)
+				if got := string(p.ManagedFields[0].FieldsV1.Raw); got != `{"f:metadata":{"f:labels":{}}}` {
+					t.Errorf("pod %s keeps the field set %s", p.Name, got)
+				}
+			}
+			if want := []string{"lone", "web-0", "web-1", "web-2", "web-3", "web-4", "web-5"}; !reflect.DeepEqual(full, want) {
+				t.Errorf("pods read in full = %v, want %v", full, want)
+			}
+			var bulk, selected []string
+			for _, r := range c.pods.requests() {
+				if strings.Contains(r, "labelSelector") {
+					selected = append(selected, r)
+				} else {
+					bulk = append(bulk, r)
+				}
+			}
+			if !reflect.DeepEqual(bulk, tc.lists) {
+				t.Errorf("bulk pod list requests = %q, want %q", bulk, tc.lists)
+			}
+			if !slices.EqualFunc(selected, tc.selected, sameQuery) {
+				t.Errorf("candidate list requests = %q, want %q", selected, tc.selected)
+			}
+		})
+	}
+}
+
+const selectWeb = "labelSelector=app%3Dweb&resourceVersion=100&resourceVersionMatch=NotOlderThan"
+
+func inShop(query string) string { return "shop?" + query }
+
+// sameQuery compares a namespace and query regardless of the order of parameters.
+func sameQuery(a, b string) bool {
+	split := func(s string) []string {
+		ns, q, _ := strings.Cut(s, "?")
+		parts := strings.Split(q, "&")
+		slices.Sort(parts)
+		return append(parts, ns)
+	}
+	return slices.Equal(split(a), split(b))
+}
+
+func TestCollectRecordsFailedCandidateReads(t *testing.T) {
+	c, cands := podCluster(t)
+	c.forbid("get", "pods", "*")
+	opts := allNamespaces
+	opts.Candidates = func(*snapshot.Snapshot) []types.UID { return cands }
+	s := collect(t, c, opts, snapshot.InputPods)
+	if got := unread(s)[snapshot.InputPods]; got != "read candidate pods: forbidden: get pods" {
+		t.Errorf("unread pods = %q", got)
+	}
+	if len(s.FullPods) != 6 {
+		t.Errorf("%d pods read in full, want the 6 a LIST reads", len(s.FullPods))
+	}
+}
+
+func TestCollectRecordsAPodStreamThatBreaks(t *testing.T) {
+	c, _ := podCluster(t)
+	l := &metav1.PartialObjectMetadataList{Items: []metav1.PartialObjectMetadata{{ObjectMeta: metav1.ObjectMeta{Name: "a"}}}}
+	raw, err := l.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := protoEnvelope(raw)
+	c.pods.body = body[:len(body)-2]
+	s := collect(t, c, allNamespaces, snapshot.InputPods, snapshot.InputNodes)
+	if got := unread(s); len(got) != 1 || !strings.HasPrefix(got[snapshot.InputPods], "list pods: decode pod list: ") {
+		t.Errorf("unread = %v, want the pod list's decoding error only", got)
+	}
+}
