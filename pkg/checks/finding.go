@@ -1,11 +1,9 @@
 package checks
 
 import (
-	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
@@ -64,32 +62,9 @@ func NewFinding(info Info, f Draft) report.Finding {
 	out := report.Finding{
 		Check: info.ID, Severity: rc.Severity, Object: f.Object, Owner: f.Owner, Node: f.Node,
 		Since: f.Since.UTC().Truncate(time.Second), Summary: f.Summary,
-		RootCause: report.RootCause{ID: rc.ID, Message: f.Message, Evidence: evidence, References: dedup(refs)},
+		RootCause: report.RootCause{ID: rc.ID, Message: f.Message, Evidence: evidence, References: Unique(refs)},
 		Fixes:     fixes,
 	}
 	out.ID = report.FindingID(out.Object, out.Check, out.RootCause.ID)
 	return out
 }
-
-func dedup(in []string) []string {
-	seen := map[string]bool{}
-	out := []string{}
-	for _, s := range in {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// Age renders how long ago t was, the way kubectl shows ages ("12m", "3h4m").
-func Age(now, t time.Time) string {
-	if t.IsZero() {
-		return "unknown"
-	}
-	return duration.HumanDuration(now.Sub(t))
-}
-
-// Evidencef formats one evidence line.
-func Evidencef(format string, args ...any) string { return fmt.Sprintf(format, args...) }

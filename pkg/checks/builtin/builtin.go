@@ -4,6 +4,7 @@ package builtin
 
 import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/terminating"
 )
 
 // Checks returns a registry of every built-in check.
@@ -11,7 +12,7 @@ func Checks() *checks.Registry {
 	return checks.NewRegistry(
 		checks.StuckPreparingNormal(),
 		checks.ExpectationsUnsatisfied(),
-		checks.StuckTerminating{},
+		terminating.New(),
 		checks.ResizePolicyDrift(),
 	)
 }

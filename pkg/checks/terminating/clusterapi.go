@@ -1,4 +1,4 @@
-package checks
+package terminating
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/knowledge"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
@@ -18,34 +19,34 @@ import (
 
 // Cluster API names (domain.md, "Stuck deletion").
 const (
-	stCapiGroup             = "cluster.x-k8s.io"
-	stCapiPausedAnnotation  = "cluster.x-k8s.io/paused"
-	stCapiDeleteForMove     = "clusterctl.cluster.x-k8s.io/delete-for-move"
-	stCapiClusterNameLabel  = "cluster.x-k8s.io/cluster-name"
-	stCapiClusterFinalizer  = "cluster.cluster.x-k8s.io"
-	stFinalizerReaddMessage = "no new finalizers can be added if the object is being deleted"
-	// stMaxOwnerDepth bounds the walk up ownerReferences (Machine -> MachineSet -> MachineDeployment -> Cluster).
-	stMaxOwnerDepth = 6
+	capiGroup             = "cluster.x-k8s.io"
+	capiPausedAnnotation  = "cluster.x-k8s.io/paused"
+	capiDeleteForMove     = "clusterctl.cluster.x-k8s.io/delete-for-move"
+	capiClusterNameLabel  = "cluster.x-k8s.io/cluster-name"
+	capiClusterFinalizer  = "cluster.cluster.x-k8s.io"
+	finalizerReaddMessage = "no new finalizers can be added if the object is being deleted"
+	// maxOwnerDepth bounds the walk up ownerReferences (Machine -> MachineSet -> MachineDeployment -> Cluster).
+	maxOwnerDepth = 6
 )
 
-// stIsCAPIGroup reports whether an API group belongs to Cluster API or one of its providers
+// isCAPIGroup reports whether an API group belongs to Cluster API or one of its providers
 // (infrastructure.cluster.x-k8s.io, bootstrap.cluster.x-k8s.io, ...).
-func stIsCAPIGroup(group string) bool {
-	return group == stCapiGroup || strings.HasSuffix(group, "."+stCapiGroup)
+func isCAPIGroup(group string) bool {
+	return group == capiGroup || strings.HasSuffix(group, "."+capiGroup)
 }
 
-// stPausedObject is an object found paused, and how.
-type stPausedObject struct {
+// pausedObject is an object found paused, and how.
+type pausedObject struct {
 	desc string // "Cluster ns/name"
 	how  string // "spec.paused=true", "annotation cluster.x-k8s.io/paused"
 	meta metav1.Object
 }
 
 // ownerPaused reports an object that is paused itself or whose Cluster API owner is paused.
-func (a *termAnalysis) ownerPaused(subj stSubject, owners *stOwnerCache) (Draft, bool) {
+func (a *analysis) ownerPaused(subj subject, owners *ownerCache) (checks.Draft, bool) {
 	paused := a.pausedChain(subj)
 	if len(paused) == 0 {
-		return Draft{}, false
+		return checks.Draft{}, false
 	}
 	var ev, names []string
 	for _, p := range paused {
@@ -53,10 +54,10 @@ func (a *termAnalysis) ownerPaused(subj stSubject, owners *stOwnerCache) (Draft,
 		names = append(names, p.desc)
 	}
 	moved := false
-	for _, m := range append([]metav1.Object{subj.meta}, stPausedMetas(paused)...) {
-		if v, ok := m.GetAnnotations()[stCapiDeleteForMove]; ok {
+	for _, m := range append([]metav1.Object{subj.meta}, pausedMetas(paused)...) {
+		if v, ok := m.GetAnnotations()[capiDeleteForMove]; ok {
 			moved = true
-			ev = append(ev, fmt.Sprintf("%s/%s has annotation %s=%q: a clusterctl move deleted it and did not finish", m.GetNamespace(), m.GetName(), stCapiDeleteForMove, v))
+			ev = append(ev, fmt.Sprintf("%s/%s has annotation %s=%q: a clusterctl move deleted it and did not finish", m.GetNamespace(), m.GetName(), capiDeleteForMove, v))
 			break
 		}
 	}
@@ -70,16 +71,16 @@ func (a *termAnalysis) ownerPaused(subj stSubject, owners *stOwnerCache) (Draft,
 	} else {
 		msg += " If nothing is being moved, unpause it (remove the annotation or set spec.paused=false) and the controller completes the deletion."
 	}
-	return Draft{
-		RootCause: RCOwnerPaused,
-		Summary: fmt.Sprintf("%s for %s: %s is paused", subj.noun, Age(a.now, subj.meta.GetDeletionTimestamp().Time),
+	return checks.Draft{
+		RootCause: RootCauseOwnerPaused,
+		Summary: fmt.Sprintf("%s for %s: %s is paused", subj.noun, checks.Age(a.now, subj.meta.GetDeletionTimestamp().Time),
 			strings.Join(names, ", ")),
 		Message:  msg,
 		Evidence: ev,
 	}, true
 }
 
-func stPausedMetas(ps []stPausedObject) []metav1.Object {
+func pausedMetas(ps []pausedObject) []metav1.Object {
 	out := make([]metav1.Object, 0, len(ps))
 	for _, p := range ps {
 		out = append(out, p.meta)
@@ -89,10 +90,10 @@ func stPausedMetas(ps []stPausedObject) []metav1.Object {
 
 // pausedChain returns the paused objects among the subject, its owners (as far as the
 // snapshot holds them) and its Cluster.
-func (a *termAnalysis) pausedChain(subj stSubject) []stPausedObject {
-	var out []stPausedObject
+func (a *analysis) pausedChain(subj subject) []pausedObject {
+	var out []pausedObject
 	seen := map[string]bool{}
-	add := func(p stPausedObject) {
+	add := func(p pausedObject) {
 		if !seen[p.desc] {
 			seen[p.desc] = true
 			out = append(out, p)
@@ -104,15 +105,15 @@ func (a *termAnalysis) pausedChain(subj stSubject) []stPausedObject {
 		if m.GetNamespace() == "" {
 			desc = kind + " " + m.GetName()
 		}
-		if _, ok := m.GetAnnotations()[stCapiPausedAnnotation]; ok {
-			add(stPausedObject{desc: desc, how: "annotation " + stCapiPausedAnnotation, meta: m})
+		if _, ok := m.GetAnnotations()[capiPausedAnnotation]; ok {
+			add(pausedObject{desc: desc, how: "annotation " + capiPausedAnnotation, meta: m})
 		}
-		if depth >= stMaxOwnerDepth {
+		if depth >= maxOwnerDepth {
 			return
 		}
 		for _, ref := range m.GetOwnerReferences() {
 			gv, _ := schema.ParseGroupVersion(ref.APIVersion)
-			if ref.Kind == "Cluster" && gv.Group == stCapiGroup {
+			if ref.Kind == "Cluster" && gv.Group == capiGroup {
 				if c := a.cluster(m.GetNamespace(), ref.Name); c != nil {
 					a.clusterPaused(c, add)
 				}
@@ -124,12 +125,12 @@ func (a *termAnalysis) pausedChain(subj stSubject) []stPausedObject {
 		}
 	}
 	walk(subj.kind, subj.meta, 0)
-	if stIsCAPIGroup(subj.group) && subj.kind == "Cluster" {
+	if isCAPIGroup(subj.group) && subj.kind == "Cluster" {
 		if c := a.clusterByUID(string(subj.meta.GetUID())); c != nil {
 			a.clusterPaused(c, add)
 		}
 	}
-	if name := subj.meta.GetLabels()[stCapiClusterNameLabel]; name != "" {
+	if name := subj.meta.GetLabels()[capiClusterNameLabel]; name != "" {
 		if c := a.cluster(subj.meta.GetNamespace(), name); c != nil {
 			a.clusterPaused(c, add)
 		}
@@ -138,18 +139,18 @@ func (a *termAnalysis) pausedChain(subj stSubject) []stPausedObject {
 }
 
 // clusterPaused adds the Cluster if spec.paused or its annotation pauses it.
-func (a *termAnalysis) clusterPaused(c *unstructured.Unstructured, add func(stPausedObject)) {
+func (a *analysis) clusterPaused(c *unstructured.Unstructured, add func(pausedObject)) {
 	desc := fmt.Sprintf("Cluster %s/%s", c.GetNamespace(), c.GetName())
 	if p, _, _ := unstructured.NestedBool(c.Object, "spec", "paused"); p {
-		add(stPausedObject{desc: desc, how: "spec.paused=true", meta: c})
+		add(pausedObject{desc: desc, how: "spec.paused=true", meta: c})
 		return
 	}
-	if _, ok := c.GetAnnotations()[stCapiPausedAnnotation]; ok {
-		add(stPausedObject{desc: desc, how: "annotation " + stCapiPausedAnnotation, meta: c})
+	if _, ok := c.GetAnnotations()[capiPausedAnnotation]; ok {
+		add(pausedObject{desc: desc, how: "annotation " + capiPausedAnnotation, meta: c})
 	}
 }
 
-func (a *termAnalysis) cluster(ns, name string) *unstructured.Unstructured {
+func (a *analysis) cluster(ns, name string) *unstructured.Unstructured {
 	for _, c := range a.s.Clusters {
 		if c.GetNamespace() == ns && c.GetName() == name {
 			return c
@@ -158,7 +159,7 @@ func (a *termAnalysis) cluster(ns, name string) *unstructured.Unstructured {
 	return nil
 }
 
-func (a *termAnalysis) clusterByUID(uid string) *unstructured.Unstructured {
+func (a *analysis) clusterByUID(uid string) *unstructured.Unstructured {
 	for _, c := range a.s.Clusters {
 		if string(c.GetUID()) == uid {
 			return c
@@ -167,7 +168,7 @@ func (a *termAnalysis) clusterByUID(uid string) *unstructured.Unstructured {
 	return nil
 }
 
-func (a *termAnalysis) objectByUID(uid string) (snapshot.Object, bool) {
+func (a *analysis) objectByUID(uid string) (snapshot.Object, bool) {
 	if uid == "" {
 		return snapshot.Object{}, false
 	}
@@ -185,7 +186,7 @@ func (a *termAnalysis) objectByUID(uid string) (snapshot.Object, bool) {
 
 // readdRace reports Warning events showing a controller that keeps adding a finalizer to the
 // object after its deletion began.
-func (a *termAnalysis) readdRace(subj stSubject, owners *stOwnerCache) (Draft, bool) {
+func (a *analysis) readdRace(subj subject, owners *ownerCache) (checks.Draft, bool) {
 	type reporter struct {
 		name, reason, message string
 		count                 int32
@@ -193,22 +194,22 @@ func (a *termAnalysis) readdRace(subj stSubject, owners *stOwnerCache) (Draft, b
 	}
 	byName := map[string]*reporter{}
 	for _, e := range a.s.EventsFor(subj.kind, subj.meta.GetNamespace(), subj.meta.GetName(), subj.meta.GetUID()) {
-		if e.Type != "Warning" || !strings.Contains(e.Message, stFinalizerReaddMessage) {
+		if e.Type != "Warning" || !strings.Contains(e.Message, finalizerReaddMessage) {
 			continue
 		}
-		name := stEventReporter(e)
+		name := eventReporter(e)
 		r := byName[name]
 		if r == nil {
 			r = &reporter{name: name}
 			byName[name] = r
 		}
-		r.count += stEventCount(e)
+		r.count += checks.EventCount(e)
 		if t := snapshot.EventTime(e); !t.Before(r.last) {
 			r.last, r.reason, r.message = t, e.Reason, e.Message
 		}
 	}
 	if len(byName) == 0 {
-		return Draft{}, false
+		return checks.Draft{}, false
 	}
 	var reps []*reporter
 	for _, r := range byName {
@@ -221,7 +222,7 @@ func (a *termAnalysis) readdRace(subj stSubject, owners *stOwnerCache) (Draft, b
 		total += r.count
 		names = append(names, r.name)
 		ev = append(ev, fmt.Sprintf("%d Warning event(s) %s from %s, last %s ago: %s", r.count, r.reason, r.name,
-			Age(a.now, r.last), stOneLine(r.message, 200)))
+			checks.Age(a.now, r.last), oneLine(r.message, 200)))
 	}
 	for _, o := range owners.get() {
 		ev = append(ev, o.line())
@@ -230,7 +231,7 @@ func (a *termAnalysis) readdRace(subj stSubject, owners *stOwnerCache) (Draft, b
 	msg := fmt.Sprintf("%s keeps trying to add a finalizer to this object although its deletion began (%d times); the "+
 		"apiserver refuses with 422. The controller has not noticed the deletion, so it does not do its cleanup and "+
 		"remove the finalizers %s either.", strings.Join(names, ", "), total, strings.Join(subj.meta.GetFinalizers(), ", "))
-	if stIsCAPIGroup(subj.group) {
+	if isCAPIGroup(subj.group) {
 		bug, _ := knowledge.LookupBug(knowledge.BugCAPIFinalizerReadd)
 		refs = append(refs, bug.Reference...)
 		if v, dep, ok := a.capiVersion(); ok {
@@ -246,12 +247,12 @@ func (a *termAnalysis) readdRace(subj stSubject, owners *stOwnerCache) (Draft, b
 	}
 	var fixes []report.Fix
 	for _, o := range owners.missing() {
-		fixes = append(fixes, stRemoveFinalizerFix(o, report.RiskMedium))
+		fixes = append(fixes, removeFinalizerFix(o, report.RiskMedium))
 	}
-	return Draft{
-		RootCause: RCFinalizerReaddRace,
+	return checks.Draft{
+		RootCause: RootCauseFinalizerReaddRace,
 		Summary: fmt.Sprintf("%s for %s: %s keeps re-adding a finalizer (%d refused)", subj.noun,
-			Age(a.now, subj.meta.GetDeletionTimestamp().Time), strings.Join(names, ", "), total),
+			checks.Age(a.now, subj.meta.GetDeletionTimestamp().Time), strings.Join(names, ", "), total),
 		Message:    msg,
 		Evidence:   ev,
 		References: refs,
@@ -260,8 +261,8 @@ func (a *termAnalysis) readdRace(subj stSubject, owners *stOwnerCache) (Draft, b
 }
 
 // capiVersion returns the running Cluster API core controller's version, read from its image.
-func (a *termAnalysis) capiVersion() (knowledge.Version, string, bool) {
-	row, ok := knowledge.LookupFinalizer(stCapiClusterFinalizer)
+func (a *analysis) capiVersion() (knowledge.Version, string, bool) {
+	row, ok := knowledge.LookupFinalizer(capiClusterFinalizer)
 	if !ok {
 		return knowledge.Version{}, "", false
 	}

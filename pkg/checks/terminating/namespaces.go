@@ -1,4 +1,4 @@
-package checks
+package terminating
 
 import (
 	"fmt"
@@ -10,24 +10,25 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
-// stNamespaceFinalizer is the spec.finalizers entry the namespace controller removes through /finalize.
-const stNamespaceFinalizer = corev1.FinalizerKubernetes
+// namespaceFinalizer is the spec.finalizers entry the namespace controller removes through /finalize.
+const namespaceFinalizer = corev1.FinalizerKubernetes
 
-// stGroupVersionRe finds group/version pairs ("metrics.k8s.io/v1beta1") in a discovery error.
-var stGroupVersionRe = regexp.MustCompile(`\b([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+)/(v[0-9]+[a-z0-9]*)\b`)
+// groupVersionRe finds group/version pairs ("metrics.k8s.io/v1beta1") in a discovery error.
+var groupVersionRe = regexp.MustCompile(`\b([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+)/(v[0-9]+[a-z0-9]*)\b`)
 
-// stRemainingRe and stFinalizersRe read the namespace controller's condition messages:
+// remainingRe and finalizersRe read the namespace controller's condition messages:
 // "widgets.example.com has 1 resource instances", "example.com/protect in 1 resource instances".
 var (
-	stRemainingRe  = regexp.MustCompile(`([^\s,:]+) has (\d+) resource instances`)
-	stFinalizersRe = regexp.MustCompile(`([^\s,:]+) in (\d+) resource instances`)
+	remainingRe  = regexp.MustCompile(`([^\s,:]+) has (\d+) resource instances`)
+	finalizersRe = regexp.MustCompile(`([^\s,:]+) in (\d+) resource instances`)
 )
 
-func stNamespaceCondition(ns *corev1.Namespace, t corev1.NamespaceConditionType) *corev1.NamespaceCondition {
+func namespaceCondition(ns *corev1.Namespace, t corev1.NamespaceConditionType) *corev1.NamespaceCondition {
 	for i := range ns.Status.Conditions {
 		c := &ns.Status.Conditions[i]
 		if c.Type == t && c.Status == corev1.ConditionTrue {
@@ -37,25 +38,25 @@ func stNamespaceCondition(ns *corev1.Namespace, t corev1.NamespaceConditionType)
 	return nil
 }
 
-func (a *termAnalysis) conditionLine(c *corev1.NamespaceCondition) string {
+func (a *analysis) conditionLine(c *corev1.NamespaceCondition) string {
 	return fmt.Sprintf("condition %s=%s (%s) since %s (%s ago): %s", c.Type, c.Status, c.Reason,
-		c.LastTransitionTime.UTC().Format(time.RFC3339), Age(a.now, c.LastTransitionTime.Time), stOneLine(c.Message, 300))
+		c.LastTransitionTime.UTC().Format(time.RFC3339), checks.Age(a.now, c.LastTransitionTime.Time), oneLine(c.Message, 300))
 }
 
 // namespace diagnoses a namespace being deleted.
-func (a *termAnalysis) namespace(ns *corev1.Namespace) (report.Finding, bool) {
+func (a *analysis) namespace(ns *corev1.Namespace) (report.Finding, bool) {
 	since, due := a.overdue(ns)
 	if !due {
 		return report.Finding{}, false
 	}
-	subj := stSubject{ref: Ref("v1", "Namespace", ns), kind: "Namespace", meta: ns, noun: "Terminating"}
-	owners := stNewOwnerCache(a, subj)
-	steps := []func() (Draft, bool){
-		func() (Draft, bool) { return a.namespaceDiscovery(ns) },
-		func() (Draft, bool) { return a.namespaceContent(ns) },
-		func() (Draft, bool) { return a.readdRace(subj, owners) },
-		func() (Draft, bool) { return a.finalizerOwners(subj, owners) },
-		func() (Draft, bool) { return a.namespaceControllerIdle(ns) },
+	subj := subject{ref: checks.Ref("v1", "Namespace", ns), kind: "Namespace", meta: ns, noun: "Terminating"}
+	owners := newOwnerCache(a, subj)
+	steps := []func() (checks.Draft, bool){
+		func() (checks.Draft, bool) { return a.namespaceDiscovery(ns) },
+		func() (checks.Draft, bool) { return a.namespaceContent(ns) },
+		func() (checks.Draft, bool) { return a.readdRace(subj, owners) },
+		func() (checks.Draft, bool) { return a.finalizerOwners(subj, owners) },
+		func() (checks.Draft, bool) { return a.namespaceControllerIdle(ns) },
 	}
 	for _, step := range steps {
 		if f, ok := step(); ok {
@@ -74,15 +75,15 @@ func (a *termAnalysis) namespace(ns *corev1.Namespace) (report.Finding, bool) {
 }
 
 // namespaceDiscovery reports a namespace whose deletion waits on failing API discovery.
-func (a *termAnalysis) namespaceDiscovery(ns *corev1.Namespace) (Draft, bool) {
-	c := stNamespaceCondition(ns, corev1.NamespaceDeletionDiscoveryFailure)
+func (a *analysis) namespaceDiscovery(ns *corev1.Namespace) (checks.Draft, bool) {
+	c := namespaceCondition(ns, corev1.NamespaceDeletionDiscoveryFailure)
 	if c == nil {
-		return Draft{}, false
+		return checks.Draft{}, false
 	}
 	ev := []string{a.conditionLine(c)}
 	gvs := map[string]bool{}
 	var gvList []string
-	for _, m := range stGroupVersionRe.FindAllStringSubmatch(c.Message, -1) {
+	for _, m := range groupVersionRe.FindAllStringSubmatch(c.Message, -1) {
 		gv := m[1] + "/" + m[5]
 		if !gvs[gv] {
 			gvs[gv] = true
@@ -96,7 +97,7 @@ func (a *termAnalysis) namespaceDiscovery(ns *corev1.Namespace) (Draft, bool) {
 	var blamed []string
 	if a.read(snapshot.InputAPIServices) {
 		for _, svc := range a.s.APIServices {
-			status, reason, message := stAPIServiceAvailable(svc)
+			status, reason, message := apiServiceAvailable(svc)
 			if status == string(corev1.ConditionTrue) {
 				continue
 			}
@@ -112,7 +113,7 @@ func (a *termAnalysis) namespaceDiscovery(ns *corev1.Namespace) (Draft, bool) {
 				line += " (" + reason + ")"
 			}
 			if message != "" {
-				line += ": " + stOneLine(message, 160)
+				line += ": " + oneLine(message, 160)
 			}
 			if gvs[group+"/"+version] {
 				line += "; named by the condition"
@@ -133,9 +134,9 @@ func (a *termAnalysis) namespaceDiscovery(ns *corev1.Namespace) (Draft, bool) {
 	if who == "" {
 		who = "an aggregated API"
 	}
-	return Draft{
-		RootCause: RCNamespaceDiscoveryFailed,
-		Summary:   fmt.Sprintf("Terminating for %s: API discovery fails for %s", Age(a.now, ns.DeletionTimestamp.Time), who),
+	return checks.Draft{
+		RootCause: RootCauseNamespaceDiscoveryFailed,
+		Summary:   fmt.Sprintf("Terminating for %s: API discovery fails for %s", checks.Age(a.now, ns.DeletionTimestamp.Time), who),
 		Message: fmt.Sprintf("The namespace controller must list every API group to prove the namespace is empty, and "+
 			"discovery fails for %s, so it keeps the kubernetes finalizer. An unavailable APIService blocks the deletion "+
 			"of every namespace in the cluster: fix the service behind it, or delete the APIService if that API is gone.", who),
@@ -143,8 +144,8 @@ func (a *termAnalysis) namespaceDiscovery(ns *corev1.Namespace) (Draft, bool) {
 	}, true
 }
 
-// stAPIServiceAvailable returns an APIService's Available condition.
-func stAPIServiceAvailable(svc *unstructured.Unstructured) (status, reason, message string) {
+// apiServiceAvailable returns an APIService's Available condition.
+func apiServiceAvailable(svc *unstructured.Unstructured) (status, reason, message string) {
 	conds, _, _ := unstructured.NestedSlice(svc.Object, "status", "conditions")
 	for _, c := range conds {
 		m, ok := c.(map[string]any)
@@ -160,13 +161,13 @@ func stAPIServiceAvailable(svc *unstructured.Unstructured) (status, reason, mess
 }
 
 // namespaceContent reports a namespace whose content is not deleted yet, naming what remains.
-func (a *termAnalysis) namespaceContent(ns *corev1.Namespace) (Draft, bool) {
-	content := stNamespaceCondition(ns, corev1.NamespaceContentRemaining)
-	fins := stNamespaceCondition(ns, corev1.NamespaceFinalizersRemaining)
-	failed := stNamespaceCondition(ns, corev1.NamespaceDeletionContentFailure)
-	gv := stNamespaceCondition(ns, corev1.NamespaceDeletionGVParsingFailure)
+func (a *analysis) namespaceContent(ns *corev1.Namespace) (checks.Draft, bool) {
+	content := namespaceCondition(ns, corev1.NamespaceContentRemaining)
+	fins := namespaceCondition(ns, corev1.NamespaceFinalizersRemaining)
+	failed := namespaceCondition(ns, corev1.NamespaceDeletionContentFailure)
+	gv := namespaceCondition(ns, corev1.NamespaceDeletionGVParsingFailure)
 	if content == nil && fins == nil && failed == nil && gv == nil {
-		return Draft{}, false
+		return checks.Draft{}, false
 	}
 	var ev, kinds, finalizers []string
 	for _, c := range []*corev1.NamespaceCondition{content, fins, failed, gv} {
@@ -175,12 +176,12 @@ func (a *termAnalysis) namespaceContent(ns *corev1.Namespace) (Draft, bool) {
 		}
 	}
 	if content != nil {
-		for _, m := range stRemainingRe.FindAllStringSubmatch(content.Message, -1) {
+		for _, m := range remainingRe.FindAllStringSubmatch(content.Message, -1) {
 			kinds = append(kinds, fmt.Sprintf("%s (%s)", strings.TrimSuffix(m[1], "."), m[2]))
 		}
 	}
 	if fins != nil {
-		for _, m := range stFinalizersRe.FindAllStringSubmatch(fins.Message, -1) {
+		for _, m := range finalizersRe.FindAllStringSubmatch(fins.Message, -1) {
 			finalizers = append(finalizers, fmt.Sprintf("%s (%s)", m[1], m[2]))
 		}
 	}
@@ -226,9 +227,9 @@ func (a *termAnalysis) namespaceContent(ns *corev1.Namespace) (Draft, bool) {
 	if failed != nil {
 		msg += " Some deletions failed outright (NamespaceDeletionContentFailure)."
 	}
-	return Draft{
-		RootCause: RCNamespaceContentRemaining,
-		Summary:   fmt.Sprintf("Terminating for %s: %s remains", Age(a.now, ns.DeletionTimestamp.Time), what),
+	return checks.Draft{
+		RootCause: RootCauseNamespaceContentRemaining,
+		Summary:   fmt.Sprintf("Terminating for %s: %s remains", checks.Age(a.now, ns.DeletionTimestamp.Time), what),
 		Message:   msg,
 		Evidence:  ev,
 	}, true
@@ -236,19 +237,19 @@ func (a *termAnalysis) namespaceContent(ns *corev1.Namespace) (Draft, bool) {
 
 // namespaceControllerIdle reports a namespace whose kubernetes finalizer is still there and
 // about which the namespace controller wrote no condition: it is not running or not reaching it.
-func (a *termAnalysis) namespaceControllerIdle(ns *corev1.Namespace) (Draft, bool) {
+func (a *analysis) namespaceControllerIdle(ns *corev1.Namespace) (checks.Draft, bool) {
 	has := false
 	for _, f := range ns.Spec.Finalizers {
-		if f == stNamespaceFinalizer {
+		if f == namespaceFinalizer {
 			has = true
 		}
 	}
 	if !has {
-		return Draft{}, false
+		return checks.Draft{}, false
 	}
-	return Draft{
-		RootCause: RCFinalizerOwnerNotActing,
-		Summary:   fmt.Sprintf("Terminating for %s: the namespace controller has not finalized it", Age(a.now, ns.DeletionTimestamp.Time)),
+	return checks.Draft{
+		RootCause: RootCauseFinalizerOwnerNotActing,
+		Summary:   fmt.Sprintf("Terminating for %s: the namespace controller has not finalized it", checks.Age(a.now, ns.DeletionTimestamp.Time)),
 		Message: "spec.finalizers still holds kubernetes, which the namespace controller in kube-controller-manager removes " +
 			"once the namespace is empty, and it has written no deletion condition: check that kube-controller-manager " +
 			"runs with the namespace controller.",

@@ -1,0 +1,91 @@
+// Package terminating holds the stuck-terminating check: deletions that do not finish, of pods
+// (node, kubelet, kwok, OpenKruise hooks), namespaces and objects of any other resource (finalizer
+// owners, Cluster API pauses, finalizer re-add races). Each finding names who must finish the
+// deletion and why it has not.
+package terminating
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
+)
+
+// ID is the check that finds pods, namespaces and other objects whose deletion does not finish.
+const ID = "stuck-terminating"
+
+// check is the stuck-terminating check. For every object whose deletion is overdue it
+// names who is supposed to finish the deletion (the kubelet, kwok, a finalizer's controller, the
+// namespace controller) and why that one has not.
+type check struct{}
+
+// New returns the stuck-terminating check.
+func New() checks.Check { return check{} }
+
+// Info describes the check and its root causes.
+func (check) Info() checks.Info {
+	return checks.Info{
+		ID:    ID,
+		Title: "Deletion that does not finish",
+		Description: "Pods, namespaces and objects of any other listable resource whose deletion has not finished " +
+			"past deletionTimestamp plus the threshold. The apiserver sets deletionTimestamp to the delete request " +
+			"time plus the grace period, so the threshold counts from the end of the grace period. Each finding " +
+			"names who must finish the deletion (the pod's kubelet, kwok, the controller owning a finalizer, the " +
+			"namespace controller) and the evidence of why it has not.",
+		Threshold:  5 * time.Minute,
+		RootCauses: rootCauses(),
+		Needs: []checks.Need{
+			{Input: snapshot.InputPods, PodAnnotations: []string{kruise.AnnotationLifecycleTime}},
+			{Input: snapshot.InputNodes, Optional: true},
+			{Input: snapshot.InputNodeLeases, Optional: true},
+			{Input: snapshot.InputEvents, Optional: true},
+			{Input: snapshot.InputNamespaces, Optional: true},
+			{Input: snapshot.InputAPIServices, Optional: true},
+			{Input: snapshot.InputObjects, Optional: true},
+			{Input: snapshot.InputControllers, Optional: true},
+			{Input: snapshot.InputClusterAPI, Optional: true},
+			{Input: snapshot.InputKruiseWorkloads, Optional: true},
+		},
+	}
+}
+
+// PodCandidates returns the pods whose full objects the check reads: those being deleted and
+// those OpenKruise is preparing to delete. Both are visible in metadata.
+func (check) PodCandidates(s *snapshot.Snapshot) []types.UID {
+	var out []types.UID
+	for _, p := range s.Pods {
+		if p.DeletionTimestamp != nil || p.Labels[kruise.LabelLifecycleState] == kruise.StatePreparingDelete {
+			out = append(out, p.UID)
+		}
+	}
+	return out
+}
+
+// Run reports every overdue deletion with its most specific root cause.
+func (c check) Run(s *snapshot.Snapshot, threshold time.Duration) []report.Finding {
+	a := &analysis{s: s, info: c.Info(), now: s.Now, threshold: threshold}
+	var out []report.Finding
+	for _, p := range a.pods() {
+		if f, ok := a.pod(p); ok {
+			out = append(out, f)
+		}
+	}
+	for _, o := range s.Objects {
+		if o.Resource.Group == "" && (o.Resource.Resource == "pods" || o.Resource.Resource == "namespaces") {
+			continue // read through their own inputs
+		}
+		if f, ok := a.object(o); ok {
+			out = append(out, f)
+		}
+	}
+	for _, ns := range s.Namespaces {
+		if f, ok := a.namespace(ns); ok {
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -1,0 +1,111 @@
+package terminating
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/checktest"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
+)
+
+func TestStuckTerminatingInfo(t *testing.T) {
+	info := check{}.Info()
+	if info.ID != "stuck-terminating" || info.Threshold != 5*time.Minute || info.Title == "" || info.Description == "" {
+		t.Fatalf("info = %+v", info)
+	}
+	contract := []string{"finalizer-owner-missing", "finalizer-owner-not-acting", "kruise-predelete-hook-pending",
+		"kwok-stage-not-run", "node-missing", "node-not-ready", "kubelet-kill-failing", "owner-paused",
+		"finalizer-readd-race", "namespace-content-remaining", "namespace-discovery-failed"}
+	have := map[string]checks.RootCause{}
+	for _, rc := range info.RootCauses {
+		have[rc.ID] = rc
+		if rc.Title == "" || rc.Description == "" || rc.Severity.Rank() == 0 {
+			t.Errorf("root cause %s lacks title, description or severity", rc.ID)
+		}
+		for _, a := range rc.Actions {
+			if _, ok := checks.LookupAction(a); !ok {
+				t.Errorf("root cause %s names unknown action %s", rc.ID, a)
+			}
+		}
+	}
+	for _, id := range contract {
+		if _, ok := have[id]; !ok {
+			t.Errorf("root cause %s from the contract is missing", id)
+		}
+	}
+	if len(have) != len(contract) {
+		t.Errorf("root causes = %d, contract lists %d", len(have), len(contract))
+	}
+	for _, n := range info.Needs {
+		if (n.Input == snapshot.InputPods) == n.Optional {
+			t.Errorf("need %s optional=%v: only pods are required", n.Input, n.Optional)
+		}
+	}
+}
+
+func TestStuckTerminatingPodCandidates(t *testing.T) {
+	w := healthy()
+	deleting := replicaSetPod("deleting", checktest.Deleted(time.Minute, 30))
+	preparing := cloneSetPod()
+	running := replicaSetPod("running")
+	w.Pods = []*corev1.Pod{deleting, preparing, running}
+	s := w.Snapshot()
+	s.FullPods = nil // the collector asks on the metadata-only snapshot
+	s.Index()
+	got := check{}.PodCandidates(s)
+	if len(got) != 2 || got[0] != deleting.UID || got[1] != preparing.UID {
+		t.Errorf("PodCandidates = %v, want %s and %s", got, deleting.UID, preparing.UID)
+	}
+}
+
+func TestStuckTerminatingFinalizerManagers(t *testing.T) {
+	p := replicaSetPod("p")
+	p.ManagedFields = []metav1.ManagedFieldsEntry{
+		specManaged("kube-controller-manager"),
+		checktest.Managed("agent-a", "", time.Minute, checktest.MetadataFields([]string{"example.com/a"}, nil)),
+		checktest.Managed("agent-b", "", time.Minute, checktest.MetadataFields([]string{"example.com/b", `odd.example.com/"quoted"`}, nil)),
+		{Manager: "broken", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{not json`)}},
+		{Manager: "status-writer", Subresource: "status", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{}}`)}},
+	}
+	for fin, want := range map[string]string{
+		"example.com/a": "agent-a", "example.com/b": "agent-b", `odd.example.com/"quoted"`: "agent-b", "example.com/none": "",
+	} {
+		got := strings.Join(managerNames(finalizerManagers(p, fin)), ",")
+		if got != want {
+			t.Errorf("managers of %s = %q, want %q", fin, got, want)
+		}
+	}
+}
+
+func TestStuckTerminatingCoverageAndIDs(t *testing.T) {
+	w := healthy()
+	w.Pods = []*corev1.Pod{
+		replicaSetPod("a", checktest.OnNode("gone"), checktest.Deleted(time.Hour, 30)),
+		replicaSetPod("b", checktest.OnNode("gone"), checktest.Deleted(time.Hour, 30)),
+	}
+	w.Unread = map[snapshot.Input]error{snapshot.InputControllers: errors.New("forbidden: list apps/deployments")}
+	s := w.Snapshot()
+	fs, cov := checks.Run(s, []checks.Check{check{}}, -1)
+	if len(fs) != 2 || len(cov.Degraded) != 1 || cov.Degraded[0].Check != ID || len(cov.Skipped) != 0 {
+		t.Fatalf("findings %d, coverage %+v", len(fs), cov)
+	}
+	again, _ := checks.Run(s, []checks.Check{check{}}, -1)
+	if fs[0].ID != again[0].ID || fs[0].ID == fs[1].ID {
+		t.Errorf("IDs not stable or not distinct: %s %s %s", fs[0].ID, again[0].ID, fs[1].ID)
+	}
+	for _, f := range fs {
+		if f.Node != "gone" || f.Object.ResourceVersion == "" || f.Owner == nil || f.Owner.Kind != "ReplicaSet" {
+			t.Errorf("finding %+v lacks node, resourceVersion or owner", f)
+		}
+	}
+	w.Unread = map[snapshot.Input]error{snapshot.InputPods: errors.New("forbidden: list pods")}
+	if _, cov := checks.Run(w.Snapshot(), []checks.Check{check{}}, -1); len(cov.Skipped) != 1 {
+		t.Errorf("pods Unread: coverage %+v, want the check skipped", cov)
+	}
+}
