@@ -112,11 +112,11 @@ func (c *Cluster) kubeletAPIArgs() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(1)
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
-	p := strconv.Itoa(ports[0])
+	p := strconv.Itoa(port)
 	c.kubeletAPI = []string{"--server-address=127.0.0.1:" + p, "--node-ip=127.0.0.1", "--node-port=" + p,
 		"--tls-cert-file=" + cert, "--tls-private-key-file=" + key}
 	return c.kubeletAPI, nil

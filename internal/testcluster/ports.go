@@ -19,3 +19,13 @@ func freePorts(n int) ([]int, error) {
 	}
 	return ports, nil
 }
+
+// FreePort reserves one loopback port and releases it, for a listener the caller starts (or, for a
+// kubelet that does not answer, for nothing to listen on).
+func FreePort() (int, error) {
+	ports, err := freePorts(1)
+	if err != nil {
+		return 0, err
+	}
+	return ports[0], nil
+}

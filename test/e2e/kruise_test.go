@@ -367,9 +367,13 @@ func (k *krEnv) node(t *testing.T, name string, kwok bool) {
 	if kwok {
 		n.Annotations = map[string]string{"kwok.x-k8s.io/node": "fake"}
 	} else {
+		port, err := testcluster.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
 		n.Status = corev1.NodeStatus{
 			Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}},
-			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(krFreePort(t))}},
+			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(port)}},
 		}
 	}
 	if _, err := k.cs.CoreV1().Nodes().Create(k.ctx, n, metav1.CreateOptions{}); err != nil {
