@@ -1,3 +1,6 @@
+// Package collect reads the cluster once per scan into a snapshot: each input the enabled checks
+// need is listed once, paginated, several at a time; bulk kinds are read metadata-only and only
+// candidate pods are read in full. A read that fails is recorded in the snapshot, never fatal.
 package collect
 
 import (

@@ -10,6 +10,7 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
+// readNodes reads every node.
 func (col *collector) readNodes(ctx context.Context) error {
 	nodes, err := listAll(ctx, col, "nodes", col.c.Kube.CoreV1().Nodes().List,
 		func(l *corev1.NodeList) []corev1.Node { return l.Items })
@@ -36,6 +37,7 @@ func (col *collector) listLeases(ctx context.Context, ns string, node bool) erro
 	return err
 }
 
+// readNamespaces reads the namespace in scope, or every namespace.
 func (col *collector) readNamespaces(ctx context.Context) error {
 	if ns := col.namespace(); ns != "" {
 		n, err := col.c.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})

@@ -11,6 +11,8 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
+// readWorkloads reads the OpenKruise workloads in scope (CloneSets, Advanced StatefulSets and
+// DaemonSets) at the versions the cluster serves.
 func (col *collector) readWorkloads(ctx context.Context) error {
 	if !col.snap.Installed[GroupKruise] {
 		return nil
@@ -41,6 +43,7 @@ func (col *collector) readWorkloads(ctx context.Context) error {
 	return nil
 }
 
+// readSidecarSets reads every SidecarSet; one that does not decode is left out.
 func (col *collector) readSidecarSets(ctx context.Context) error {
 	if !col.served(kruise.SidecarSets) {
 		return nil

@@ -22,6 +22,8 @@ func readErr(verb, what string, err error) error {
 	return fmt.Errorf("%s %s: %w", verb, what, err)
 }
 
+// resourceName is how a resource is named in the report: group/resource, or resource for the
+// core group.
 func resourceName(gvr schema.GroupVersionResource) string {
 	if gvr.Group == "" {
 		return gvr.Resource
@@ -70,6 +72,7 @@ func (col *collector) listUnstructured(ctx context.Context, gvr schema.GroupVers
 		func(l *unstructured.UnstructuredList) []unstructured.Unstructured { return l.Items })
 }
 
+// summarize joins the first max items and counts the others.
 func summarize(items []string, max int) string {
 	if len(items) <= max {
 		return strings.Join(items, ", ")
@@ -77,6 +80,7 @@ func summarize(items []string, max int) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(items[:max], ", "), len(items)-max)
 }
 
+// uniq returns the non-empty strings of in, first occurrences only, in order.
 func uniq(in []string) []string {
 	seen := map[string]bool{}
 	var out []string
