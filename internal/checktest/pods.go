@@ -84,3 +84,12 @@ func Lifecycle(state string, age time.Duration) Option {
 		Annotations(map[string]string{kruise.AnnotationLifecycleTime: Ago(age).Format(time.RFC3339)})(m)
 	}
 }
+
+// ResizePolicy is a container's resizePolicy from resource, restart-policy pairs.
+func ResizePolicy(kv ...string) []corev1.ContainerResizePolicy {
+	var out []corev1.ContainerResizePolicy
+	for i := 0; i+1 < len(kv); i += 2 {
+		out = append(out, corev1.ContainerResizePolicy{ResourceName: corev1.ResourceName(kv[i]), RestartPolicy: corev1.ResourceResizeRestartPolicy(kv[i+1])})
+	}
+	return out
+}

@@ -291,45 +291,6 @@ func TestKruiseThreshold(t *testing.T) {
 	}
 }
 
-func TestKruiseEnvUnavailable(t *testing.T) {
-	tests := []struct {
-		name string
-		env  ktEnv
-		want bool
-		frag string
-	}{
-		{"healthy", ktHealthy("v1.7.0"), false, ""},
-		{"no available replica", ktEnv{mgr: ktManager("v1.7.0", 0), lease: ktLease(time.Second)}, true, "has no available replica"},
-		{"lease expired", ktEnv{mgr: ktManager("v1.7.0", 1), lease: ktLease(40 * time.Second)}, true, "longer than its leaseDurationSeconds 15"},
-		{"lease renewed just within its duration", ktEnv{mgr: ktManager("v1.7.0", 1), lease: ktLease(15 * time.Second)}, false, ""},
-		{"manager unknown", ktEnv{}, false, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			env := newKruiseEnv(ktSnapshot(tt.env, nil, nil, nil))
-			got, why := env.unavailable()
-			if got != tt.want || (tt.frag != "" && !strings.Contains(strings.Join(why, "\n"), tt.frag)) {
-				t.Errorf("unavailable = %v %q, want %v with %q", got, why, tt.want, tt.frag)
-			}
-		})
-	}
-}
-
-func TestKruiseEnvFindsManagerByImage(t *testing.T) {
-	d := ktManager("v1.8.2", 1, "--leader-election-id=kruise-leader", "--leader-election-namespace=openkruise")
-	d.Namespace, d.Name = "openkruise", "kruise"
-	l := ktLease(time.Second)
-	l.Namespace, l.Name = "openkruise", "kruise-leader"
-	s := ktSnapshot(ktEnv{mgr: d, lease: l}, nil, nil, nil)
-	env := newKruiseEnv(s)
-	if env.mgr == nil || env.mgr.Version.String() != "v1.8.2" || env.holderPod != kruise.HolderPod(ktHolder) {
-		t.Fatalf("manager not found by image: %+v", env.mgr)
-	}
-	if fx, ok := env.restartFix(); !ok || fx.Params["leaseNamespace"] != "openkruise" || fx.Params["leaseName"] != "kruise-leader" || fx.Params["holderIdentity"] != ktHolder {
-		t.Errorf("restart fix = %+v", fx)
-	}
-}
-
 func TestKruiseEventMessageDropsPodDump(t *testing.T) {
 	msg := `failed to create pod: pods "web-x" is forbidden: exceeded quota: q, pod: {"metadata":{"name":"web-x"},"spec":{"containers":[{"env":[{"name":"DB_PASSWORD","value":"hunter2"}]}]}}`
 	got := krEventMessage(msg)

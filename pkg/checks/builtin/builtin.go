@@ -4,6 +4,7 @@ package builtin
 
 import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/resizepolicy"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/terminating"
 )
 
@@ -13,6 +14,6 @@ func Checks() *checks.Registry {
 		checks.StuckPreparingNormal(),
 		checks.ExpectationsUnsatisfied(),
 		terminating.New(),
-		checks.ResizePolicyDrift(),
+		resizepolicy.New(),
 	)
 }

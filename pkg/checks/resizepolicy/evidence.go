@@ -1,0 +1,150 @@
+package resizepolicy
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/internal/kruiseenv"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/knowledge"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
+)
+
+func workloadRef(w *kruise.Workload) *report.ObjectRef {
+	ref := kruiseenv.WorkloadRef(w)
+	return &ref
+}
+
+func kindName(w *kruise.Workload) string { return strings.ToLower(w.Kind) + "/" + w.Name }
+
+func (e *cluster) managerLine() string {
+	line := e.kruiseEnv.ManagerEvidence()
+	if e.mgrOld {
+		if b, ok := knowledge.LookupBug(knowledge.BugKruiseDropsResizePolicy); ok {
+			line += fmt.Sprintf(": versions %s are built against a Kubernetes API without resizePolicy", b.Affected)
+		}
+	}
+	return line
+}
+
+func (e *cluster) serverLine() string {
+	if e.serverErr != nil {
+		return fmt.Sprintf("apiserver version %q from /version could not be parsed: %v", e.s.ServerVersion, e.serverErr)
+	}
+	switch {
+	case e.serverDefaults():
+		return fmt.Sprintf("apiserver %s (from /version) defaults resizePolicy on pods when %s is on (%s)", e.s.ServerVersion, gate, e.defaulting)
+	case e.serverHasField():
+		return fmt.Sprintf("apiserver %s (from /version) does not default resizePolicy; a pod update may not change it", e.s.ServerVersion)
+	}
+	return fmt.Sprintf("apiserver %s (from /version)", e.s.ServerVersion)
+}
+
+func (e *cluster) common(p *podDiff) []string {
+	ev := []string{e.serverLine()}
+	if e.gateWhy != "" {
+		ev = append(ev, e.gateWhy)
+	}
+	ev = append(ev, e.managerLine())
+	ev = append(ev, revisionLines(p)...)
+	for _, name := range p.missingSidecarSets {
+		line := fmt.Sprintf("container %s is an injected sidecar whose SidecarSet is not in the snapshot: not compared", name)
+		if err, ok := e.s.Unread[snapshot.InputSidecarSets]; ok {
+			line += fmt.Sprintf(" (%v)", err)
+		}
+		ev = append(ev, line)
+	}
+	return ev
+}
+
+// revisionLines say which revision the pod is on. ControllerRevisions are not read, so a pod
+// on an older revision is compared with the workload's current template, and evidence says so.
+func revisionLines(p *podDiff) []string {
+	rev := p.pod.Labels[revisionLabel]
+	upd := p.w.Status.UpdateRevision
+	var out []string
+	switch {
+	case rev != "" && upd != "" && rev != upd:
+		out = append(out, fmt.Sprintf("pod is on revision %s, %s updateRevision is %s: compared with the current template (older revisions are not read)",
+			rev, kindName(p.w), upd))
+	case rev != "" && upd != "":
+		out = append(out, fmt.Sprintf("pod is on %s updateRevision %s", kindName(p.w), upd))
+	}
+	if raw, ok := p.pod.Annotations[kruise.AnnotationInPlaceState]; ok {
+		var st struct {
+			Revision string `json:"revision"`
+		}
+		if json.Unmarshal([]byte(raw), &st) == nil && st.Revision != "" {
+			out = append(out, fmt.Sprintf("annotation %s: last in-place update written for revision %s", kruise.AnnotationInPlaceState, st.Revision))
+		}
+	}
+	return out
+}
+
+func containerLine(c *containerDiff) string {
+	kind := "container"
+	if c.init {
+		kind = "init container"
+	}
+	ref := "not declared"
+	if c.hasRef {
+		ref = c.ref.String()
+	}
+	line := fmt.Sprintf("%s %s: pod resizePolicy %s; %s %s", kind, c.name, c.pod, c.refSource, ref)
+	if !c.hasRef {
+		line = fmt.Sprintf("%s %s: pod resizePolicy %s", kind, c.name, c.pod)
+	}
+	if len(c.differs) > 0 {
+		line += " (differs for " + joinResources(c.differs) + ")"
+	}
+	if c.injected {
+		if len(c.sidecarSets) > 0 {
+			line += "; injected by SidecarSet " + strings.Join(c.sidecarSets, ",")
+		} else {
+			line += fmt.Sprintf("; injected (env %s), its SidecarSet is not in the snapshot", kruise.EnvSidecarInjected)
+		}
+	}
+	return line
+}
+
+func joinResources(rs []corev1.ResourceName) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = string(r)
+	}
+	return strings.Join(parts, ",")
+}
+
+func inPlaceCondition(pod *corev1.Pod) (string, time.Time) {
+	for _, c := range pod.Status.Conditions {
+		if string(c.Type) == kruise.ConditionInPlaceReady && c.Status == corev1.ConditionFalse {
+			line := fmt.Sprintf("pod condition %s=False", kruise.ConditionInPlaceReady)
+			if c.Reason != "" {
+				line += " (reason " + c.Reason + ")"
+			}
+			if !c.LastTransitionTime.IsZero() {
+				line += " since " + c.LastTransitionTime.UTC().Format(time.RFC3339)
+			}
+			if c.Reason == reasonStartInPlace {
+				line += ": an in-place update started and never completed"
+			}
+			return line, c.LastTransitionTime.Time
+		}
+	}
+	return "", time.Time{}
+}
+
+func evictFix(p *podDiff, note string) report.Fix {
+	desc := fmt.Sprintf("Evict pod %s/%s through the Eviction API (PodDisruptionBudgets respected); %s %s recreates it from its current template",
+		p.pod.Namespace, p.pod.Name, p.w.Kind, p.w.Name)
+	if note != "" {
+		desc += "; " + note
+	}
+	return report.Fix{Action: checks.ActionEvictPod, Description: desc, Risk: report.RiskMedium, Params: map[string]string{}}
+}
