@@ -10,6 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fix"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/render"
 )
 
@@ -47,7 +48,7 @@ type CatalogDoc struct {
 	Actions []ActionDoc `json:"actions"`
 }
 
-func catalog(reg *checks.Registry) CatalogDoc {
+func catalog(reg *checks.Registry, cat *fix.Catalog) CatalogDoc {
 	doc := CatalogDoc{Checks: []CheckDoc{}, Actions: []ActionDoc{}}
 	for _, c := range reg.All() {
 		info := c.Info()
@@ -66,8 +67,8 @@ func catalog(reg *checks.Registry) CatalogDoc {
 		}
 		doc.Checks = append(doc.Checks, cd)
 	}
-	for _, a := range checks.Actions() {
-		doc.Actions = append(doc.Actions, ActionDoc(a))
+	for _, a := range cat.Docs() {
+		doc.Actions = append(doc.Actions, ActionDoc{ID: a.ID, Title: a.Title, Description: a.Description, Preconditions: a.Preconditions})
 	}
 	return doc
 }
@@ -79,7 +80,7 @@ func nonNil(s []string) []string {
 	return s
 }
 
-func newChecksCommand(streams genericiooptions.IOStreams, reg *checks.Registry) *cobra.Command {
+func newChecksCommand(streams genericiooptions.IOStreams, reg *checks.Registry, cat *fix.Catalog) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "checks",
@@ -88,7 +89,7 @@ func newChecksCommand(streams genericiooptions.IOStreams, reg *checks.Registry) 
   kubectl workloaddoctor checks -o json | jq '.checks[].id'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			doc := catalog(reg)
+			doc := catalog(reg, cat)
 			switch output {
 			case render.FormatJSON:
 				return render.JSON(streams.Out, doc)

@@ -10,9 +10,10 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fix"
 )
 
-func newExplainCommand(streams genericiooptions.IOStreams, reg *checks.Registry) *cobra.Command {
+func newExplainCommand(streams genericiooptions.IOStreams, reg *checks.Registry, cat *fix.Catalog) *cobra.Command {
 	return &cobra.Command{
 		Use:   "explain ID",
 		Short: "Explain a check, root cause or fix action in prose",
@@ -21,10 +22,10 @@ func newExplainCommand(streams genericiooptions.IOStreams, reg *checks.Registry)
   kubectl workloaddoctor explain remove-finalizer`,
 		Args: cobra.ExactArgs(1),
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-			return explainIDs(reg), cobra.ShellCompDirectiveNoFileComp
+			return explainIDs(reg, cat), cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !explain(streams.Out, reg, args[0]) {
+			if !explain(streams.Out, reg, cat, args[0]) {
 				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("unknown ID %q: run `kubectl workloaddoctor checks` for the checks, root causes and actions", args[0])}
 			}
 			return nil
@@ -32,7 +33,7 @@ func newExplainCommand(streams genericiooptions.IOStreams, reg *checks.Registry)
 	}
 }
 
-func explainIDs(reg *checks.Registry) []string {
+func explainIDs(reg *checks.Registry, cat *fix.Catalog) []string {
 	seen := map[string]bool{}
 	for _, c := range reg.All() {
 		seen[c.Info().ID] = true
@@ -40,7 +41,7 @@ func explainIDs(reg *checks.Registry) []string {
 			seen[rc.ID] = true
 		}
 	}
-	for _, a := range checks.Actions() {
+	for _, a := range cat.Docs() {
 		seen[a.ID] = true
 	}
 	ids := make([]string, 0, len(seen))
@@ -52,7 +53,7 @@ func explainIDs(reg *checks.Registry) []string {
 }
 
 // explain prints every page whose ID matches: a root cause ID can belong to several checks.
-func explain(w io.Writer, reg *checks.Registry, id string) bool {
+func explain(w io.Writer, reg *checks.Registry, cat *fix.Catalog, id string) bool {
 	found := false
 	sep := func() {
 		if found {
@@ -85,7 +86,8 @@ func explain(w io.Writer, reg *checks.Registry, id string) bool {
 			}
 		}
 	}
-	if a, ok := checks.LookupAction(id); ok {
+	if a, ok := cat.Lookup(id); ok {
+		a := a.Doc()
 		sep()
 		fmt.Fprintf(w, "ACTION %s: %s\n\n%s\n\nPreconditions: %s\n", a.ID, a.Title, wrap(a.Description), a.Preconditions)
 	}

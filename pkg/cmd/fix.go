@@ -35,6 +35,7 @@ var scopeFlags = []string{"all-namespaces", "selector", "checks", "skip-checks",
 type FixOptions struct {
 	config *genericclioptions.ConfigFlags
 	reg    *checks.Registry
+	cat    *fix.Catalog
 	genericiooptions.IOStreams
 	scanFlags
 	IDs        []string
@@ -54,8 +55,8 @@ type FixOptions struct {
 	stdinIsTerminal func() bool
 }
 
-func newFixCommand(config *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, reg *checks.Registry) *cobra.Command {
-	o := &FixOptions{config: config, reg: reg, IOStreams: streams}
+func newFixCommand(config *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, reg *checks.Registry, cat *fix.Catalog) *cobra.Command {
+	o := &FixOptions{config: config, reg: reg, cat: cat, IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "fix [FINDING_ID ...]",
 		Short: "Apply the fixes that findings propose, safely",
@@ -104,7 +105,7 @@ changed, not confirmed, PodDisruptionBudget) or failed.`,
 	o.scanFlags.addFlags(cmd.Flags())
 	fs := cmd.Flags()
 	fs.StringVar(&o.Check, "check", "", "Only fix findings of this check.")
-	fs.StringVar(&o.Action, "action", "", "Apply this action instead of each finding's default (its first fix): "+strings.Join(actionIDs(), ", ")+".")
+	fs.StringVar(&o.Action, "action", "", "Apply this action instead of each finding's default (its first fix): "+strings.Join(actionIDs(cat), ", ")+".")
 	fs.StringVar(&o.FromReport, "from-report", "", "Take the findings from a saved report (scan -o json; - reads stdin) instead of scanning.")
 	fs.StringVar(&o.DryRun, "dry-run", string(fix.DryRunNone), "none: apply; client: only print the plan; server: send every write with API dry-run.")
 	fs.BoolVarP(&o.Yes, "yes", "y", false, "Apply without asking (required when stdin is not a terminal).")
@@ -112,7 +113,7 @@ changed, not confirmed, PodDisruptionBudget) or failed.`,
 	fs.StringVarP(&o.Output, "output", "o", render.FormatTable, "Output format of the results: "+strings.Join(FixFormats, "|")+".")
 	registerCompletions(cmd, reg)
 	_ = cmd.RegisterFlagCompletionFunc("action", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return actionIDs(), cobra.ShellCompDirectiveNoFileComp
+		return actionIDs(cat), cobra.ShellCompDirectiveNoFileComp
 	})
 	_ = cmd.RegisterFlagCompletionFunc("dry-run", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{string(fix.DryRunNone), string(fix.DryRunClient), string(fix.DryRunServer)}, cobra.ShellCompDirectiveNoFileComp
@@ -120,10 +121,10 @@ changed, not confirmed, PodDisruptionBudget) or failed.`,
 	return cmd
 }
 
-func actionIDs() []string {
+func actionIDs(cat *fix.Catalog) []string {
 	var ids []string
-	for _, a := range checks.Actions() {
-		ids = append(ids, a.ID)
+	for _, d := range cat.Docs() {
+		ids = append(ids, d.ID)
 	}
 	sort.Strings(ids)
 	return ids
@@ -177,8 +178,8 @@ func (o *FixOptions) Validate() error {
 		}
 	}
 	if o.Action != "" {
-		if _, ok := fix.Lookup(o.Action); !ok {
-			return fmt.Errorf("unknown action %q (known: %s)", o.Action, strings.Join(actionIDs(), ", "))
+		if _, ok := o.cat.Lookup(o.Action); !ok {
+			return fmt.Errorf("unknown action %q (known: %s)", o.Action, strings.Join(actionIDs(o.cat), ", "))
 		}
 	}
 	if o.FromReport != "" {
@@ -224,7 +225,7 @@ func (o *FixOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
-	steps, results := fix.Plan(rep.Findings, fix.Selection{IDs: o.IDs, Check: o.Check, Action: o.Action})
+	steps, results := fix.Plan(o.cat, rep.Findings, fix.Selection{IDs: o.IDs, Check: o.Check, Action: o.Action})
 
 	// With -o json stdout carries only the results document; the plan goes to stderr.
 	planOut := o.Out
@@ -351,7 +352,7 @@ func (o *FixOptions) apply(ctx context.Context, steps []*fix.Step, audit io.Writ
 	if err != nil {
 		return nil, "", err
 	}
-	opts := fix.Options{DryRun: o.dryRun, Registry: o.reg, Settings: o.settings, Log: o.ErrOut, Audit: audit}
+	opts := fix.Options{DryRun: o.dryRun, Registry: o.reg, Catalog: o.cat, Settings: o.settings, Log: o.ErrOut, Audit: audit}
 	e := fix.NewEngine(clients, opts)
 	results := e.Run(ctx, steps)
 	return results, e.User(), nil

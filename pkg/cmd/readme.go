@@ -12,6 +12,7 @@ import (
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/builtin"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fix"
 )
 
 // ReadmeSections renders the README's generated sections from the code, so the README cannot
@@ -20,7 +21,7 @@ import (
 func ReadmeSections() map[string]string {
 	reg := builtin.Checks()
 	root := NewRootCommand(genericiooptions.NewTestIOStreamsDiscard())
-	out := map[string]string{"checks": checksMarkdown(reg)}
+	out := map[string]string{"checks": checksMarkdown(reg, fix.NewCatalog())}
 	for _, name := range []string{"scan", "fix"} {
 		if c, _, err := root.Find([]string{name}); err == nil && c.Name() == name {
 			out["flags-"+name] = flagsMarkdown(c)
@@ -29,7 +30,7 @@ func ReadmeSections() map[string]string {
 	return out
 }
 
-func checksMarkdown(reg *checks.Registry) string {
+func checksMarkdown(reg *checks.Registry, cat *fix.Catalog) string {
 	var b strings.Builder
 	if len(reg.All()) == 0 {
 		b.WriteString("No checks are registered yet.\n")
@@ -48,7 +49,7 @@ func checksMarkdown(reg *checks.Registry) string {
 		b.WriteString("\n")
 	}
 	b.WriteString("Fix actions:\n\n| action | what it does | preconditions |\n|---|---|---|\n")
-	actions := checks.Actions()
+	actions := cat.Docs()
 	sort.Slice(actions, func(i, j int) bool { return actions[i].ID < actions[j].ID })
 	for _, a := range actions {
 		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", a.ID, a.Title, a.Preconditions)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/builtin"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fix"
 )
 
 // Exit codes (contract.md).
@@ -98,11 +99,12 @@ in-place updates.`,
 	}
 	flags.AddFlags(root.PersistentFlags())
 	reg := builtin.Checks()
+	cat := fix.NewCatalog()
 	root.AddCommand(
 		newScanCommand(flags, streams, reg),
-		newFixCommand(flags, streams, reg),
-		newChecksCommand(streams, reg),
-		newExplainCommand(streams, reg),
+		newFixCommand(flags, streams, reg, cat),
+		newChecksCommand(streams, reg, cat),
+		newExplainCommand(streams, reg, cat),
 		newVersionCommand(flags, streams),
 	)
 	return root

@@ -38,8 +38,11 @@ func NewClients(cfg *rest.Config) (Clients, error) {
 // Options tune the engine.
 type Options struct {
 	// DryRun is none or server; --dry-run=client stops before the engine.
-	DryRun   DryRun
+	DryRun DryRun
+	// Registry holds the checks the re-checks run; Catalog the actions the steps name (nil is
+	// NewCatalog()).
 	Registry *checks.Registry
+	Catalog  *Catalog
 	// Settings are where the re-checks look for controllers (as in the scan).
 	Settings snapshot.Settings
 	// Rechecker re-runs checks; nil uses a real scan with Clients.
@@ -75,6 +78,9 @@ func NewEngine(c Clients, o Options) *Engine {
 	}
 	if o.VerifyTimeout <= 0 {
 		o.VerifyTimeout = 10 * time.Second
+	}
+	if o.Catalog == nil {
+		o.Catalog = NewCatalog()
 	}
 	if o.Rechecker == nil {
 		o.Rechecker = ScanRechecker{Clients: c.Clients, Settings: o.Settings}
@@ -120,7 +126,7 @@ func (e *Engine) apply(ctx context.Context, s *Step) (Result, bool) {
 	ctx, cancel := context.WithTimeout(ctx, e.o.ActionTimeout)
 	defer cancel()
 
-	a, ok := Lookup(s.Action)
+	a, ok := e.o.Catalog.Lookup(s.Action)
 	if !ok {
 		r.Status, r.Reason = StatusRefused, fmt.Sprintf("unknown action %q", s.Action)
 		return r, false
@@ -130,7 +136,7 @@ func (e *Engine) apply(ctx context.Context, s *Step) (Result, bool) {
 		r.Status, r.Reason = StatusFailed, err.Error()
 		return r, false
 	}
-	status, reason := judge(s, v, e.expectRV)
+	status, reason := judge(a, s, v, e.expectRV)
 	if status != "" {
 		if status == StatusAlreadyResolved {
 			reason = e.describeGone(ctx, s, reason)

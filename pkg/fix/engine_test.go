@@ -84,6 +84,7 @@ type engineFixture struct {
 	kube    kubernetes.Interface
 	clients Clients
 	reg     *checks.Registry
+	cat     *Catalog
 }
 
 func newEngineFixture(t *testing.T) *engineFixture {
@@ -93,7 +94,7 @@ func newEngineFixture(t *testing.T) *engineFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &engineFixture{t: t, c: c, kube: c.Clientset(), clients: clients, reg: checks.NewRegistry(annotatedCheck{})}
+	return &engineFixture{t: t, c: c, kube: c.Clientset(), clients: clients, reg: checks.NewRegistry(annotatedCheck{}), cat: NewCatalog()}
 }
 
 func (fx *engineFixture) namespace(t *testing.T, name string) string {
@@ -118,7 +119,7 @@ func (fx *engineFixture) plan(t *testing.T, ns string) []*Step {
 			mine = append(mine, f)
 		}
 	}
-	steps, refused := Plan(mine, Selection{})
+	steps, refused := Plan(fx.cat, mine, Selection{})
 	if len(refused) > 0 {
 		t.Fatalf("plan refused %+v", refused)
 	}
@@ -129,7 +130,7 @@ func (fx *engineFixture) plan(t *testing.T, ns string) []*Step {
 func (fx *engineFixture) run(t *testing.T, dry DryRun, steps []*Step) ([]Result, []AuditRecord) {
 	t.Helper()
 	var audit bytes.Buffer
-	e := NewEngine(fx.clients, Options{DryRun: dry, Registry: fx.reg, Audit: &audit, VerifyTimeout: 5 * time.Second})
+	e := NewEngine(fx.clients, Options{DryRun: dry, Registry: fx.reg, Catalog: fx.cat, Audit: &audit, VerifyTimeout: 5 * time.Second})
 	rs := e.Run(t.Context(), steps)
 	var recs []AuditRecord
 	for _, line := range strings.Split(strings.TrimSpace(audit.String()), "\n") {
@@ -297,19 +298,19 @@ func TestEngineAgainstAPIServer(t *testing.T) {
 		}
 		for name, patch := range map[string]func() ([]byte, error){
 			"stale resourceVersion": func() ([]byte, error) {
-				return finalizerPatch(string(cm.UID), cm.ResourceVersion, 1, "example.com/stuck")
+				return FinalizerPatch(string(cm.UID), cm.ResourceVersion, 1, "example.com/stuck")
 			},
 			"finalizer at another index": func() ([]byte, error) {
-				return finalizerPatch(string(cm.UID), bumped.ResourceVersion, 0, "example.com/stuck")
+				return FinalizerPatch(string(cm.UID), bumped.ResourceVersion, 0, "example.com/stuck")
 			},
-			"another uid": func() ([]byte, error) { return finalizerPatch("0000", bumped.ResourceVersion, 1, "example.com/stuck") },
+			"another uid": func() ([]byte, error) { return FinalizerPatch("0000", bumped.ResourceVersion, 1, "example.com/stuck") },
 		} {
 			p, err := patch()
 			if err != nil {
 				t.Fatal(err)
 			}
 			_, err = ri.Patch(t.Context(), "data", types.JSONPatchType, p, metav1.PatchOptions{})
-			if o := writeErr("patch", ref, err); err == nil || o.Status != StatusRefused {
+			if o := WriteFailure("patch", ref, err); err == nil || o.Status != StatusRefused {
 				t.Errorf("%s: err %v -> %+v, want refused", name, err, o)
 			}
 		}
@@ -453,12 +454,12 @@ func TestEngineAgainstAPIServer(t *testing.T) {
 		fresh := fx.cloneSet(t, ns, "web")
 		rs, _ = fx.run(t, DryRunNone, steps)
 		wantStatus(t, rs, StatusRefused)
-		p, err := requeuePatch(string(cs.GetUID()), "x")
+		p, err := RequeuePatch(string(cs.GetUID()), "x")
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, err = fx.c.Dynamic().Resource(gvr).Namespace(ns).Patch(t.Context(), "web", types.MergePatchType, p, metav1.PatchOptions{})
-		if o := writeErr("patch", steps[0].Target, err); o.Status != StatusRefused {
+		if o := WriteFailure("patch", steps[0].Target, err); o.Status != StatusRefused {
 			t.Errorf("merge patch with the old uid: %v -> %+v, want refused", err, o)
 		}
 		after, err := fx.c.Dynamic().Resource(gvr).Namespace(ns).Get(t.Context(), "web", metav1.GetOptions{})

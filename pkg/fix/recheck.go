@@ -74,11 +74,7 @@ func newView(reports ...*report.Report) *view {
 // its object changed since the plan, or the same object now has another diagnosis; failed when
 // the check could not run. expectRV returns the resourceVersion a finding's object should have:
 // the plan's, or the one a write of this run produced.
-func judge(s *Step, v *view, expectRV func(report.ObjectRef) string) (Status, string) {
-	a, ok := Lookup(s.Action)
-	if !ok {
-		return StatusRefused, fmt.Sprintf("unknown action %q", s.Action)
-	}
+func judge(a Action, s *Step, v *view, expectRV func(report.ObjectRef) string) (Status, string) {
 	key := a.Key(s.Params)
 	var resolvedReasons []string
 	live := 0
@@ -96,7 +92,7 @@ func judge(s *Step, v *view, expectRV func(report.ObjectRef) string) (Status, st
 			resolvedReasons = append(resolvedReasons, fmt.Sprintf("finding %s is no longer reported by %s", f.ID, f.Check))
 			continue
 		}
-		if !proposes(fresh, s.Action, key) {
+		if !proposes(fresh, a, s.Action, key) {
 			what := s.Action
 			if key != "" {
 				what += " " + key
@@ -119,11 +115,7 @@ func judge(s *Step, v *view, expectRV func(report.ObjectRef) string) (Status, st
 }
 
 // proposes reports whether a finding still proposes the action with the same key.
-func proposes(f report.Finding, action, key string) bool {
-	a, ok := Lookup(action)
-	if !ok {
-		return false
-	}
+func proposes(f report.Finding, a Action, action, key string) bool {
 	for _, fx := range f.Fixes {
 		if fx.Action == action && a.Key(fx.Params) == key {
 			return true

@@ -21,21 +21,9 @@ import (
 // fails rather than removing the wrong entry if anything moved.
 type removeFinalizer struct{}
 
-func (removeFinalizer) ID() string               { return checks.ActionRemoveFinalizer }
-func (removeFinalizer) DefaultRisk() report.Risk { return report.RiskMedium }
 func (removeFinalizer) Key(p map[string]string) string {
 	return p[ParamFinalizer]
 }
-
-// Params of the actions (briefing: fix params conventions).
-const (
-	ParamFinalizer      = "finalizer"
-	ParamLeaseNamespace = "leaseNamespace"
-	ParamLeaseName      = "leaseName"
-	ParamHolderIdentity = "holderIdentity"
-	// ParamPodNamespace is the leader pod's namespace when it differs from the Lease's.
-	ParamPodNamespace = "podNamespace"
-)
 
 func (removeFinalizer) Plan(f report.Finding, fx report.Fix) (*Step, error) {
 	name := fx.Params[ParamFinalizer]
@@ -49,16 +37,9 @@ func (removeFinalizer) Plan(f report.Finding, fx report.Fix) (*Step, error) {
 		Change: fmt.Sprintf("remove finalizer %q from metadata.finalizers; the other finalizers and their order are kept", name)}, nil
 }
 
-// requireVersioned refuses to plan a write on an object the plan cannot pin.
-func requireVersioned(ref report.ObjectRef) error {
-	if ref.UID == "" || ref.ResourceVersion == "" {
-		return fmt.Errorf("the finding does not record the uid and resourceVersion of %s, so a change could not be detected: scan again", ref)
-	}
-	return nil
-}
-
-// finalizerPatch is the JSON patch that removes the finalizer at index i, guarded by test ops.
-func finalizerPatch(uid, resourceVersion string, i int, name string) ([]byte, error) {
+// FinalizerPatch is the JSON patch remove-finalizer sends: it removes the finalizer at index i,
+// guarded by test ops on the object's uid and resourceVersion and on the finalizer's value.
+func FinalizerPatch(uid, resourceVersion string, i int, name string) ([]byte, error) {
 	path := "/metadata/finalizers/" + strconv.Itoa(i)
 	ops := []map[string]any{
 		{"op": "test", "path": "/metadata/uid", "value": uid},
@@ -75,17 +56,9 @@ func finalizerPatch(uid, resourceVersion string, i int, name string) ([]byte, er
 
 func (removeFinalizer) Apply(ctx context.Context, env *Env, s *Step) Outcome {
 	name := s.Params[ParamFinalizer]
-	ri, err := env.resource(s.Target)
-	if err != nil {
-		return failed("%v", err)
-	}
-	obj, err := ri.Get(ctx, s.Target.Name, metav1.GetOptions{})
-	if err != nil {
-		return readErr(s.Target, err)
-	}
-	if o := sameObject(obj, s.Target, true); o != nil {
-		o.ResourceVersionBefore = obj.GetResourceVersion()
-		return *o
+	ri, obj, stop := env.readPinned(ctx, s.Target, true)
+	if stop != nil {
+		return *stop
 	}
 	before := obj.GetFinalizers()
 	i := slices.Index(before, name)
@@ -94,13 +67,13 @@ func (removeFinalizer) Apply(ctx context.Context, env *Env, s *Step) Outcome {
 		o.ResourceVersionBefore = obj.GetResourceVersion()
 		return o
 	}
-	patch, err := finalizerPatch(string(obj.GetUID()), obj.GetResourceVersion(), i, name)
+	patch, err := FinalizerPatch(string(obj.GetUID()), obj.GetResourceVersion(), i, name)
 	if err != nil {
 		return failed("%v", err)
 	}
 	res, err := ri.Patch(ctx, s.Target.Name, types.JSONPatchType, patch, metav1.PatchOptions{DryRun: env.dryRun(), FieldManager: FieldManager})
 	if err != nil {
-		o := writeErr("patch", s.Target, err)
+		o := WriteFailure("patch", s.Target, err)
 		o.ResourceVersionBefore = obj.GetResourceVersion()
 		return o
 	}
@@ -137,4 +110,11 @@ func (removeFinalizer) Verify(ctx context.Context, env *Env, s *Step, o *Outcome
 
 func list(items []string) string {
 	return "[" + strings.Join(items, ", ") + "]"
+}
+
+// Doc is what `checks`, `explain` and the README say about the action.
+func (removeFinalizer) Doc() ActionDoc {
+	return ActionDoc{ID: checks.ActionRemoveFinalizer, Title: "Remove one finalizer", Risk: report.RiskMedium,
+		Description:   "Removes exactly the named finalizer with a JSON patch that first tests the finalizer's value at its index; other finalizers and their order are kept. The cleanup that finalizer guards is skipped.",
+		Preconditions: "the finalizer is still present and the object's resourceVersion is unchanged"}
 }

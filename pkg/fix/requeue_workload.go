@@ -22,8 +22,6 @@ const AnnotationRequeuedAt = "workloaddoctor.io/requeued-at"
 // server reject the patch (422) instead of annotating the new object.
 type requeueWorkload struct{}
 
-func (requeueWorkload) ID() string                   { return checks.ActionRequeueWorkload }
-func (requeueWorkload) DefaultRisk() report.Risk     { return report.RiskLow }
 func (requeueWorkload) Key(map[string]string) string { return "" }
 
 func (requeueWorkload) Plan(f report.Finding, _ report.Fix) (*Step, error) {
@@ -40,7 +38,9 @@ func (requeueWorkload) Plan(f report.Finding, _ report.Fix) (*Step, error) {
 		Change: fmt.Sprintf("set annotation %s on %s %s so its controller reconciles it; nothing else changes", AnnotationRequeuedAt, target.Kind, target)}, nil
 }
 
-func requeuePatch(uid, value string) ([]byte, error) {
+// RequeuePatch is the merge patch requeue-workload sends: the annotation, and the workload's uid,
+// which the server refuses to change, so the patch cannot land on a replaced workload.
+func RequeuePatch(uid, value string) ([]byte, error) {
 	b, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"uid":         uid,
 		"annotations": map[string]string{AnnotationRequeuedAt: value},
@@ -52,28 +52,20 @@ func requeuePatch(uid, value string) ([]byte, error) {
 }
 
 func (requeueWorkload) Apply(ctx context.Context, env *Env, s *Step) Outcome {
-	ri, err := env.resource(s.Target)
-	if err != nil {
-		return failed("%v", err)
-	}
-	obj, err := ri.Get(ctx, s.Target.Name, metav1.GetOptions{})
-	if err != nil {
-		return readErr(s.Target, err)
-	}
-	if o := sameObject(obj, s.Target, false); o != nil {
-		o.ResourceVersionBefore = obj.GetResourceVersion()
-		return *o
+	ri, obj, stop := env.readPinned(ctx, s.Target, false)
+	if stop != nil {
+		return *stop
 	}
 	// Nanoseconds, so two requeues in one second still change the object and send an event.
 	value := env.now().UTC().Format(time.RFC3339Nano)
-	patch, err := requeuePatch(string(obj.GetUID()), value)
+	patch, err := RequeuePatch(string(obj.GetUID()), value)
 	if err != nil {
 		return failed("%v", err)
 	}
 	rv := obj.GetResourceVersion()
 	res, err := ri.Patch(ctx, s.Target.Name, types.MergePatchType, patch, metav1.PatchOptions{DryRun: env.dryRun(), FieldManager: FieldManager})
 	if err != nil {
-		o := writeErr("patch", s.Target, err)
+		o := WriteFailure("patch", s.Target, err)
 		o.ResourceVersionBefore = rv
 		return o
 	}
@@ -98,4 +90,11 @@ func (requeueWorkload) Verify(ctx context.Context, env *Env, s *Step, o *Outcome
 	default:
 		o.Verified, o.Verification = true, fmt.Sprintf("annotation %s=%s is on the workload", AnnotationRequeuedAt, o.written)
 	}
+}
+
+// Doc is what `checks`, `explain` and the README say about the action.
+func (requeueWorkload) Doc() ActionDoc {
+	return ActionDoc{ID: checks.ActionRequeueWorkload, Title: "Requeue the workload", Risk: report.RiskLow,
+		Description:   "Annotates the owning workload with workloaddoctor.io/requeued-at, so its controller receives an update event and reconciles it again. Nothing else about the workload changes.",
+		Preconditions: "the workload's UID is unchanged since the scan"}
 }

@@ -20,8 +20,6 @@ import (
 // the pod has no controller that would replace it.
 type restartLeader struct{}
 
-func (restartLeader) ID() string               { return checks.ActionRestartControllerLeader }
-func (restartLeader) DefaultRisk() report.Risk { return report.RiskMedium }
 func (restartLeader) Key(p map[string]string) string {
 	return p[ParamLeaseNamespace] + "/" + p[ParamLeaseName]
 }
@@ -84,7 +82,7 @@ func (restartLeader) Apply(ctx context.Context, env *Env, s *Step) Outcome {
 		DryRun:        env.dryRun(),
 	})
 	if err != nil {
-		o := writeErr("delete", s.Target, err)
+		o := WriteFailure("delete", s.Target, err)
 		o.Object, o.ResourceVersionBefore = &ref, pod.ResourceVersion
 		return o
 	}
@@ -129,4 +127,11 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// Doc is what `checks`, `explain` and the README say about the action.
+func (restartLeader) Doc() ActionDoc {
+	return ActionDoc{ID: checks.ActionRestartControllerLeader, Title: "Restart the controller leader", Risk: report.RiskMedium,
+		Description:   "Deletes the pod that holds the controller's leader Lease. Expectations live only in the leader's memory, so the next leader starts with none; another replica or the Deployment replaces the pod.",
+		Preconditions: "the Lease holder is the same pod as at scan time"}
 }

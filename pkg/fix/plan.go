@@ -1,0 +1,133 @@
+package fix
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+)
+
+// Plan turns the selected findings into steps. A finding contributes every fix that has the
+// selected action (the first fix's action unless sel.Action is set), so a finding proposing to
+// remove two finalizers has both removed. Findings the user named that cannot be planned (no
+// such ID, no fix, not that action, a fix that cannot be applied as proposed) come back as
+// refused results; unnamed findings without the action are simply not selected.
+func Plan(cat *Catalog, findings []report.Finding, sel Selection) ([]*Step, []Result) {
+	named := map[string]bool{}
+	for _, id := range sel.IDs {
+		named[id] = true
+	}
+	byID := map[string]bool{}
+	var steps []*Step
+	var refused []Result
+	index := map[string]*Step{}
+	for _, f := range findings {
+		byID[f.ID] = true
+		if len(named) > 0 && !named[f.ID] {
+			continue
+		}
+		if sel.Check != "" && f.Check != sel.Check {
+			if named[f.ID] {
+				refused = append(refused, findingResult(f, sel.Action, fmt.Sprintf("finding is from check %s, not --check %s", f.Check, sel.Check)))
+			}
+			continue
+		}
+		fixes, reason := chooseFixes(f, sel.Action)
+		if len(fixes) == 0 {
+			if named[f.ID] {
+				refused = append(refused, findingResult(f, sel.Action, reason))
+			}
+			continue
+		}
+		for _, fx := range fixes {
+			step, a, err := planFix(cat, f, fx)
+			if err != nil {
+				refused = append(refused, findingResult(f, fx.Action, err.Error()))
+				continue
+			}
+			key := stepKey(step, a)
+			if prev, ok := index[key]; ok {
+				prev.Findings = append(prev.Findings, f)
+				continue
+			}
+			index[key] = step
+			steps = append(steps, step)
+		}
+	}
+	for _, id := range sel.IDs {
+		if !byID[id] {
+			refused = append(refused, Result{Findings: []string{id}, Action: sel.Action, Status: StatusRefused,
+				Reason: "no finding with this ID: resolved since it was reported, or outside the scanned scope (-n/-A, --checks)"})
+			byID[id] = true // report a repeated ID once
+		}
+	}
+	return steps, refused
+}
+
+// chooseFixes returns the finding's fixes with the selected action, or why there are none.
+func chooseFixes(f report.Finding, action string) ([]report.Fix, string) {
+	if len(f.Fixes) == 0 {
+		return nil, "finding offers no fix"
+	}
+	if action == "" {
+		action = f.Fixes[0].Action
+	}
+	var out []report.Fix
+	var offered []string
+	for _, fx := range f.Fixes {
+		offered = append(offered, fx.Action)
+		if fx.Action == action {
+			out = append(out, fx)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Sprintf("finding does not offer %s (it offers %s)", action, strings.Join(uniq(offered), ", "))
+	}
+	return out, ""
+}
+
+// planFix validates one fix against its action and builds its step.
+func planFix(cat *Catalog, f report.Finding, fx report.Fix) (*Step, Action, error) {
+	a, ok := cat.Lookup(fx.Action)
+	if !ok {
+		return nil, nil, fmt.Errorf("unknown action %q: this build cannot apply it", fx.Action)
+	}
+	step, err := a.Plan(f, fx)
+	if err != nil {
+		return nil, nil, err
+	}
+	doc := a.Doc()
+	step.Action = doc.ID
+	if step.Risk == "" {
+		step.Risk = fx.Risk
+	}
+	if step.Risk == "" {
+		step.Risk = doc.Risk
+	}
+	step.Findings = []report.Finding{f}
+	return step, a, nil
+}
+
+// stepKey identifies a step: the action, the object it writes and what the action changes there.
+func stepKey(s *Step, a Action) string {
+	t := s.Target
+	return strings.Join([]string{s.Action, t.APIVersion, t.Kind, t.Namespace, t.Name, t.UID, a.Key(s.Params)}, "\x00")
+}
+
+// findingResult is a refused result for a finding that could not be planned.
+func findingResult(f report.Finding, action, reason string) Result {
+	return Result{Findings: []string{f.ID}, Check: f.Check, RootCause: f.RootCause.ID, Action: action,
+		Object: f.Object, Status: StatusRefused, Reason: reason}
+}
+
+func uniq(in []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
