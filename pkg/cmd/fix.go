@@ -232,7 +232,7 @@ func (o *FixOptions) Run(ctx context.Context) error {
 	if o.Output == render.FormatJSON {
 		planOut = o.ErrOut
 	}
-	fix.PrintPlan(planOut, steps, results)
+	render.FixPlan(planOut, steps, results)
 
 	meta := fix.DocumentMeta{GeneratedAt: time.Now().UTC().Truncate(time.Second), Context: o.contextName(), DryRun: o.dryRun, Report: o.FromReport}
 	switch {
@@ -272,7 +272,7 @@ func (o *FixOptions) findings(ctx context.Context) (*report.Report, error) {
 	if o.FromReport == "" {
 		return runScan(ctx, o.config, o.opts, o.ErrOut)
 	}
-	rep, err := fix.ReadReport(o.FromReport, o.In)
+	rep, err := report.Read(o.FromReport, o.In)
 	if err != nil {
 		return nil, err
 	}
@@ -352,7 +352,13 @@ func (o *FixOptions) apply(ctx context.Context, steps []*fix.Step, audit io.Writ
 	if err != nil {
 		return nil, "", err
 	}
-	opts := fix.Options{DryRun: o.dryRun, Registry: o.reg, Catalog: o.cat, Settings: o.settings, Log: o.ErrOut, Audit: audit}
+	opts := fix.Options{DryRun: o.dryRun, Registry: o.reg, Catalog: o.cat, Settings: o.settings, Audit: audit,
+		OnStepStarted: func(i, n int, s *fix.Step) { render.FixStepStarted(o.ErrOut, i, n, s) },
+		OnStepFinished: func(i, n int, s *fix.Step, r fix.Result) {
+			render.FixStepFinished(o.ErrOut, i, n, s, r)
+		},
+		OnWarning: func(msg string) { fmt.Fprintf(o.ErrOut, "warning: %s\n", msg) },
+	}
 	e := fix.NewEngine(clients, opts)
 	results := e.Run(ctx, steps)
 	return results, e.User(), nil
@@ -366,7 +372,7 @@ func (o *FixOptions) print(meta fix.DocumentMeta, results []fix.Result) error {
 		return nil
 	}
 	fmt.Fprintln(o.Out)
-	return fix.PrintResults(o.Out, results)
+	return render.FixResults(o.Out, results)
 }
 
 // contextName is the kubeconfig context in use.

@@ -49,8 +49,13 @@ type Options struct {
 	Rechecker Rechecker
 	// Audit, when set, receives one JSON line per action attempted.
 	Audit io.Writer
-	// Log receives one progress line per action (stderr); nil is quiet.
-	Log io.Writer
+	// OnStepStarted, when set, is called before step i (1-based) of n is re-checked.
+	OnStepStarted func(i, n int, s *Step)
+	// OnStepFinished, when set, is called with the result of step i of n once it is recorded.
+	OnStepFinished func(i, n int, s *Step, r Result)
+	// OnWarning, when set, is told what could not be recorded (an Event, an audit line, the
+	// user); the run goes on.
+	OnWarning func(msg string)
 	// ActionTimeout bounds the re-check and the write of one action; VerifyTimeout the wait for its effect.
 	ActionTimeout time.Duration
 	VerifyTimeout time.Duration
@@ -101,16 +106,16 @@ func (e *Engine) Run(ctx context.Context, steps []*Step) []Result {
 			results = append(results, Refuse(steps[i:], "not attempted: fix was interrupted ("+ctx.Err().Error()+")")...)
 			break
 		}
-		if e.o.Log != nil {
-			fmt.Fprintf(e.o.Log, "[%d/%d] %s %s: re-checking\n", i+1, len(steps), s.Action, s.Target)
+		if e.o.OnStepStarted != nil {
+			e.o.OnStepStarted(i+1, len(steps), s)
 		}
 		r, wrote := e.apply(ctx, s)
 		// The record is left even when interrupted: the write, if any, already happened.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 		e.record(rctx, s, &r, wrote)
 		cancel()
-		if e.o.Log != nil {
-			fmt.Fprintf(e.o.Log, "[%d/%d] %s %s: %s: %s\n", i+1, len(steps), s.Action, s.Target, r.Status, r.Reason)
+		if e.o.OnStepFinished != nil {
+			e.o.OnStepFinished(i+1, len(steps), s, r)
 		}
 		results = append(results, r)
 	}

@@ -49,7 +49,7 @@ func (e *Engine) record(ctx context.Context, s *Step, r *Result, wrote bool) {
 	user := e.whoami(ctx)
 	if wrote {
 		if err := e.event(ctx, r, user); err != nil {
-			e.logf("warning: could not record an Event on %s: %v", r.Object, err)
+			e.warnf("could not record an Event on %s: %v", r.Object, err)
 		}
 	}
 	if e.o.Audit == nil {
@@ -66,13 +66,13 @@ func (e *Engine) record(ctx context.Context, s *Step, r *Result, wrote bool) {
 		_, err = e.o.Audit.Write(append(line, '\n'))
 	}
 	if err != nil {
-		e.logf("warning: could not write the audit record of %s %s: %v", r.Action, r.Object, err)
+		e.warnf("could not write the audit record of %s %s: %v", r.Action, r.Object, err)
 	}
 }
 
-func (e *Engine) logf(format string, args ...any) {
-	if e.o.Log != nil {
-		fmt.Fprintf(e.o.Log, format+"\n", args...)
+func (e *Engine) warnf(format string, args ...any) {
+	if e.o.OnWarning != nil {
+		e.o.OnWarning(fmt.Sprintf(format, args...))
 	}
 }
 
@@ -86,7 +86,7 @@ func (e *Engine) whoami(ctx context.Context) string {
 	res, err := e.c.Kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	switch {
 	case err != nil:
-		e.logf("warning: could not read the current user for the records (SelfSubjectReview): %v", short(err))
+		e.warnf("could not read the current user for the records (SelfSubjectReview): %v", short(err))
 	case res.Status.UserInfo.Username != "":
 		e.user = res.Status.UserInfo.Username
 	}
