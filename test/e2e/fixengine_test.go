@@ -1,4 +1,4 @@
-package fix
+package e2e
 
 import (
 	"bytes"
@@ -23,32 +23,34 @@ import (
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fix"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/scan"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
-// The engine test drives every action against a real apiserver through a test-only check, so the
-// engine is tested whatever real checks exist. The check is a test double of a real one: it
-// reports objects that carry annotFixes and proposes those fixes, dropping a remove-finalizer fix
-// whose finalizer is gone, as a real check would; with no fix left there is no finding.
+// The fix engine's test drives every action against a real apiserver through a test-only check,
+// so the engine is tested whatever real checks exist. The check is a test double of a real one:
+// it reports objects that carry engineAnnotFixes and proposes those fixes, dropping a
+// remove-finalizer fix whose finalizer is gone, as a real check would; with no fix left there is
+// no finding.
 const (
-	annotFixes     = "test.workloaddoctor.io/fixes"
-	annotRootCause = "test.workloaddoctor.io/root-cause"
+	engineAnnotFixes     = "test.workloaddoctor.io/fixes"
+	engineAnnotRootCause = "test.workloaddoctor.io/root-cause"
 )
 
-type annotatedCheck struct{}
+type engineCheck struct{}
 
-func (annotatedCheck) Info() checks.Info {
+func (engineCheck) Info() checks.Info {
 	return checks.Info{ID: "annotated", Title: "test double",
 		RootCauses: []checks.RootCause{{ID: "broken", Severity: report.SeverityError}, {ID: "node-missing", Severity: report.SeverityError}},
-		Needs:      []checks.Need{{Input: snapshot.InputPods, PodAnnotations: []string{annotFixes, annotRootCause}}, {Input: snapshot.InputObjects}}}
+		Needs:      []checks.Need{{Input: snapshot.InputPods, PodAnnotations: []string{engineAnnotFixes, engineAnnotRootCause}}, {Input: snapshot.InputObjects}}}
 }
 
-func (c annotatedCheck) Run(s *snapshot.Snapshot, _ time.Duration) []report.Finding {
+func (c engineCheck) Run(s *snapshot.Snapshot, _ time.Duration) []report.Finding {
 	var out []report.Finding
 	add := func(apiVersion, kind string, m metav1.Object) {
-		raw, ok := m.GetAnnotations()[annotFixes]
+		raw, ok := m.GetAnnotations()[engineAnnotFixes]
 		if !ok {
 			return
 		}
@@ -62,7 +64,7 @@ func (c annotatedCheck) Run(s *snapshot.Snapshot, _ time.Duration) []report.Find
 		if len(fixes) == 0 {
 			return
 		}
-		rc := m.GetAnnotations()[annotRootCause]
+		rc := m.GetAnnotations()[engineAnnotRootCause]
 		if rc == "" {
 			rc = "broken"
 		}
@@ -82,19 +84,19 @@ type engineFixture struct {
 	t       *testing.T
 	c       *testcluster.Cluster
 	kube    kubernetes.Interface
-	clients Clients
+	clients fix.Clients
 	reg     *checks.Registry
-	cat     *Catalog
+	cat     *fix.Catalog
 }
 
 func newEngineFixture(t *testing.T) *engineFixture {
 	c := testcluster.Start(t, testcluster.Options{})
 	c.InstallCRDs(t)
-	clients, err := NewClients(c.RESTConfig())
+	clients, err := fix.NewClients(c.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &engineFixture{t: t, c: c, kube: c.Clientset(), clients: clients, reg: checks.NewRegistry(annotatedCheck{}), cat: NewCatalog()}
+	return &engineFixture{t: t, c: c, kube: c.Clientset(), clients: clients, reg: checks.NewRegistry(engineCheck{}), cat: fix.NewCatalog()}
 }
 
 func (fx *engineFixture) namespace(t *testing.T, name string) string {
@@ -106,7 +108,7 @@ func (fx *engineFixture) namespace(t *testing.T, name string) string {
 }
 
 // plan scans ns ("" for everything) with the test check and plans every finding's default fix.
-func (fx *engineFixture) plan(t *testing.T, ns string) []*Step {
+func (fx *engineFixture) plan(t *testing.T, ns string) []*fix.Step {
 	t.Helper()
 	rep, _, err := scan.Run(t.Context(), fx.clients.Clients, scan.Options{
 		Scope: snapshot.Scope{Namespace: ns, AllNamespaces: ns == ""}, Checks: fx.reg.All(), MinAge: 0})
@@ -119,7 +121,7 @@ func (fx *engineFixture) plan(t *testing.T, ns string) []*Step {
 			mine = append(mine, f)
 		}
 	}
-	steps, refused := Plan(fx.cat, mine, Selection{})
+	steps, refused := fix.Plan(fx.cat, mine, fix.Selection{})
 	if len(refused) > 0 {
 		t.Fatalf("plan refused %+v", refused)
 	}
@@ -127,17 +129,17 @@ func (fx *engineFixture) plan(t *testing.T, ns string) []*Step {
 }
 
 // run applies steps and returns the results and the audit lines.
-func (fx *engineFixture) run(t *testing.T, dry DryRun, steps []*Step) ([]Result, []AuditRecord) {
+func (fx *engineFixture) run(t *testing.T, dry fix.DryRun, steps []*fix.Step) ([]fix.Result, []fix.AuditRecord) {
 	t.Helper()
 	var audit bytes.Buffer
-	e := NewEngine(fx.clients, Options{DryRun: dry, Registry: fx.reg, Catalog: fx.cat, Audit: &audit, VerifyTimeout: 5 * time.Second})
+	e := fix.NewEngine(fx.clients, fix.Options{DryRun: dry, Registry: fx.reg, Catalog: fx.cat, Audit: &audit, VerifyTimeout: 5 * time.Second})
 	rs := e.Run(t.Context(), steps)
-	var recs []AuditRecord
+	var recs []fix.AuditRecord
 	for _, line := range strings.Split(strings.TrimSpace(audit.String()), "\n") {
 		if line == "" {
 			continue
 		}
-		var rec AuditRecord
+		var rec fix.AuditRecord
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			t.Fatalf("audit line %q: %v", line, err)
 		}
@@ -149,7 +151,7 @@ func (fx *engineFixture) run(t *testing.T, dry DryRun, steps []*Step) ([]Result,
 	return rs, recs
 }
 
-func fixesAnnotation(t *testing.T, fixes ...report.Fix) string {
+func engineFixes(t *testing.T, fixes ...report.Fix) string {
 	t.Helper()
 	b, err := json.Marshal(fixes)
 	if err != nil {
@@ -163,7 +165,7 @@ func (fx *engineFixture) stuckConfigMap(t *testing.T, ns, name string, finalizer
 	t.Helper()
 	ctx := t.Context()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Finalizers: finalizers,
-		Annotations: map[string]string{annotFixes: fixesAnnotation(t, fixes...)}}}
+		Annotations: map[string]string{engineAnnotFixes: engineFixes(t, fixes...)}}}
 	if _, err := fx.kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create configmap: %v", err)
 	}
@@ -185,16 +187,16 @@ func (fx *engineFixture) events(t *testing.T, ns string, uid types.UID) []corev1
 	}
 	var out []corev1.Event
 	for _, e := range l.Items {
-		if e.Reason == EventReason && e.InvolvedObject.UID == uid {
+		if e.Reason == fix.EventReason && e.InvolvedObject.UID == uid {
 			out = append(out, e)
 		}
 	}
 	return out
 }
 
-func wantStatus(t *testing.T, rs []Result, want ...Status) {
+func engineWantStatus(t *testing.T, rs []fix.Result, want ...fix.Status) {
 	t.Helper()
-	var got []Status
+	var got []fix.Status
 	for _, r := range rs {
 		got = append(got, r.Status)
 	}
@@ -203,18 +205,18 @@ func wantStatus(t *testing.T, rs []Result, want ...Status) {
 	}
 }
 
-func rmFinalizer(name string) report.Fix {
+func engineRemoveFinalizer(name string) report.Fix {
 	return report.Fix{Action: "remove-finalizer", Risk: report.RiskLow, Params: map[string]string{"finalizer": name}}
 }
 
-func TestEngineAgainstAPIServer(t *testing.T) {
+func TestFixEngineAgainstAPIServer(t *testing.T) {
 	fx := newEngineFixture(t)
 
 	t.Run("remove-finalizer keeps the other finalizers in order and records it", func(t *testing.T) {
 		ns := fx.namespace(t, "rm-finalizer")
-		cm := fx.stuckConfigMap(t, ns, "data", []string{"example.com/a", "example.com/stuck", "example.com/b"}, rmFinalizer("example.com/stuck"))
-		rs, recs := fx.run(t, DryRunNone, fx.plan(t, ns))
-		wantStatus(t, rs, StatusApplied)
+		cm := fx.stuckConfigMap(t, ns, "data", []string{"example.com/a", "example.com/stuck", "example.com/b"}, engineRemoveFinalizer("example.com/stuck"))
+		rs, recs := fx.run(t, fix.DryRunNone, fx.plan(t, ns))
+		engineWantStatus(t, rs, fix.StatusApplied)
 		got, err := fx.kube.CoreV1().ConfigMaps(ns).Get(t.Context(), "data", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -227,12 +229,12 @@ func TestEngineAgainstAPIServer(t *testing.T) {
 			t.Errorf("result %+v: want verified, rv %s -> %s", r, cm.ResourceVersion, got.ResourceVersion)
 		}
 		evs := fx.events(t, ns, cm.UID)
-		if len(evs) != 1 || evs[0].Type != corev1.EventTypeNormal || evs[0].Source.Component != EventComponent ||
+		if len(evs) != 1 || evs[0].Type != corev1.EventTypeNormal || evs[0].Source.Component != fix.EventComponent ||
 			!strings.Contains(evs[0].Message, "remove-finalizer applied") || !strings.Contains(evs[0].Message, "testcluster-admin") {
 			t.Errorf("events = %+v, want one Normal WorkloadDoctorFix event naming the action and user", evs)
 		}
 		rec := recs[0]
-		if rec.User != "testcluster-admin" || rec.Action != "remove-finalizer" || rec.Result != StatusApplied || rec.Object.UID != string(cm.UID) ||
+		if rec.User != "testcluster-admin" || rec.Action != "remove-finalizer" || rec.Result != fix.StatusApplied || rec.Object.UID != string(cm.UID) ||
 			rec.ResourceVersionBefore != cm.ResourceVersion || rec.ResourceVersionAfter != got.ResourceVersion || rec.Time.IsZero() {
 			t.Errorf("audit record = %+v", rec)
 		}
@@ -241,9 +243,9 @@ func TestEngineAgainstAPIServer(t *testing.T) {
 	t.Run("two finalizers of one finding are removed one after the other", func(t *testing.T) {
 		ns := fx.namespace(t, "rm-two")
 		fx.stuckConfigMap(t, ns, "data", []string{"example.com/one", "example.com/keep", "example.com/two"},
-			rmFinalizer("example.com/one"), rmFinalizer("example.com/two"))
-		rs, _ := fx.run(t, DryRunNone, fx.plan(t, ns))
-		wantStatus(t, rs, StatusApplied, StatusApplied)
+			engineRemoveFinalizer("example.com/one"), engineRemoveFinalizer("example.com/two"))
+		rs, _ := fx.run(t, fix.DryRunNone, fx.plan(t, ns))
+		engineWantStatus(t, rs, fix.StatusApplied, fix.StatusApplied)
 		got, err := fx.kube.CoreV1().ConfigMaps(ns).Get(t.Context(), "data", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -255,15 +257,15 @@ func TestEngineAgainstAPIServer(t *testing.T) {
 
 	t.Run("an object changed between plan and apply is refused and left untouched", func(t *testing.T) {
 		ns := fx.namespace(t, "rm-race")
-		fx.stuckConfigMap(t, ns, "data", []string{"example.com/stuck"}, rmFinalizer("example.com/stuck"))
+		fx.stuckConfigMap(t, ns, "data", []string{"example.com/stuck"}, engineRemoveFinalizer("example.com/stuck"))
 		steps := fx.plan(t, ns)
 		bumped, err := fx.kube.CoreV1().ConfigMaps(ns).Patch(t.Context(), "data", types.MergePatchType,
 			[]byte(`{"metadata":{"labels":{"touched":"yes"}}}`), metav1.PatchOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		rs, recs := fx.run(t, DryRunNone, steps)
-		wantStatus(t, rs, StatusRefused)
+		rs, recs := fx.run(t, fix.DryRunNone, steps)
+		engineWantStatus(t, rs, fix.StatusRefused)
 		if !strings.Contains(rs[0].Reason, "changed since the plan") {
 			t.Errorf("reason = %q", rs[0].Reason)
 		}
@@ -277,20 +279,17 @@ func TestEngineAgainstAPIServer(t *testing.T) {
 		if evs := fx.events(t, ns, got.UID); len(evs) != 0 {
 			t.Errorf("a refused action left events %+v", evs)
 		}
-		if recs[0].Result != StatusRefused {
+		if recs[0].Result != fix.StatusRefused {
 			t.Errorf("audit = %+v", recs[0])
 		}
 	})
 
 	t.Run("the server enforces the patch's tests: stale resourceVersion or a moved finalizer", func(t *testing.T) {
 		ns := fx.namespace(t, "rm-guard")
-		cm := fx.stuckConfigMap(t, ns, "data", []string{"example.com/a", "example.com/stuck"}, rmFinalizer("example.com/stuck"))
-		env := &Env{Kube: fx.kube, Metadata: fx.clients.Metadata, Mapper: fx.clients.Mapper}
+		cm := fx.stuckConfigMap(t, ns, "data", []string{"example.com/a", "example.com/stuck"}, engineRemoveFinalizer("example.com/stuck"))
 		ref := report.ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "data", UID: string(cm.UID)}
-		ri, err := env.resource(ref)
-		if err != nil {
-			t.Fatal(err)
-		}
+		// The metadata client remove-finalizer patches with.
+		ri := fx.clients.Metadata.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(ns)
 		bumped, err := fx.kube.CoreV1().ConfigMaps(ns).Patch(t.Context(), "data", types.MergePatchType,
 			[]byte(`{"metadata":{"labels":{"touched":"yes"}}}`), metav1.PatchOptions{})
 		if err != nil {
@@ -298,19 +297,21 @@ func TestEngineAgainstAPIServer(t *testing.T) {
 		}
 		for name, patch := range map[string]func() ([]byte, error){
 			"stale resourceVersion": func() ([]byte, error) {
-				return FinalizerPatch(string(cm.UID), cm.ResourceVersion, 1, "example.com/stuck")
+				return fix.FinalizerPatch(string(cm.UID), cm.ResourceVersion, 1, "example.com/stuck")
 			},
 			"finalizer at another index": func() ([]byte, error) {
-				return FinalizerPatch(string(cm.UID), bumped.ResourceVersion, 0, "example.com/stuck")
+				return fix.FinalizerPatch(string(cm.UID), bumped.ResourceVersion, 0, "example.com/stuck")
 			},
-			"another uid": func() ([]byte, error) { return FinalizerPatch("0000", bumped.ResourceVersion, 1, "example.com/stuck") },
+			"another uid": func() ([]byte, error) {
+				return fix.FinalizerPatch("0000", bumped.ResourceVersion, 1, "example.com/stuck")
+			},
 		} {
 			p, err := patch()
 			if err != nil {
 				t.Fatal(err)
 			}
 			_, err = ri.Patch(t.Context(), "data", types.JSONPatchType, p, metav1.PatchOptions{})
-			if o := WriteFailure("patch", ref, err); err == nil || o.Status != StatusRefused {
+			if o := fix.WriteFailure("patch", ref, err); err == nil || o.Status != fix.StatusRefused {
 				t.Errorf("%s: err %v -> %+v, want refused", name, err, o)
 			}
 		}
@@ -325,8 +326,8 @@ func TestEngineAgainstAPIServer(t *testing.T) {
 
 	t.Run("a finalizer removed by someone else is already resolved, without a write", func(t *testing.T) {
 		ns := fx.namespace(t, "rm-resolved")
-		fx.stuckConfigMap(t, ns, "kept", []string{"example.com/stuck", "example.com/other"}, rmFinalizer("example.com/stuck"))
-		fx.stuckConfigMap(t, ns, "gone", []string{"example.com/stuck"}, rmFinalizer("example.com/stuck"))
+		fx.stuckConfigMap(t, ns, "kept", []string{"example.com/stuck", "example.com/other"}, engineRemoveFinalizer("example.com/stuck"))
+		fx.stuckConfigMap(t, ns, "gone", []string{"example.com/stuck"}, engineRemoveFinalizer("example.com/stuck"))
 		steps := fx.plan(t, ns)
 		for _, name := range []string{"kept", "gone"} {
 			cm, err := fx.kube.CoreV1().ConfigMaps(ns).Get(t.Context(), name, metav1.GetOptions{})
@@ -342,8 +343,8 @@ func TestEngineAgainstAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rs, _ := fx.run(t, DryRunNone, steps)
-		wantStatus(t, rs, StatusAlreadyResolved, StatusAlreadyResolved)
+		rs, _ := fx.run(t, fix.DryRunNone, steps)
+		engineWantStatus(t, rs, fix.StatusAlreadyResolved, fix.StatusAlreadyResolved)
 		if !strings.Contains(rs[0].Reason+rs[1].Reason, "no longer exists") {
 			t.Errorf("reasons %q / %q: the deleted one should say so", rs[0].Reason, rs[1].Reason)
 		}
@@ -358,9 +359,9 @@ func TestEngineAgainstAPIServer(t *testing.T) {
 
 	t.Run("server dry run writes nothing", func(t *testing.T) {
 		ns := fx.namespace(t, "rm-dry")
-		cm := fx.stuckConfigMap(t, ns, "data", []string{"example.com/stuck"}, rmFinalizer("example.com/stuck"))
-		rs, recs := fx.run(t, DryRunServer, fx.plan(t, ns))
-		wantStatus(t, rs, StatusDryRun)
+		cm := fx.stuckConfigMap(t, ns, "data", []string{"example.com/stuck"}, engineRemoveFinalizer("example.com/stuck"))
+		rs, recs := fx.run(t, fix.DryRunServer, fx.plan(t, ns))
+		engineWantStatus(t, rs, fix.StatusDryRun)
 		got, err := fx.kube.CoreV1().ConfigMaps(ns).Get(t.Context(), "data", metav1.GetOptions{})
 		if err != nil {
 			t.Fatalf("dry run deleted the object: %v", err)
@@ -368,7 +369,7 @@ func TestEngineAgainstAPIServer(t *testing.T) {
 		if got.ResourceVersion != cm.ResourceVersion || len(fx.events(t, ns, cm.UID)) != 0 {
 			t.Errorf("dry run wrote: rv %s -> %s, events %v", cm.ResourceVersion, got.ResourceVersion, fx.events(t, ns, cm.UID))
 		}
-		if recs[0].DryRun != DryRunServer || recs[0].Result != StatusDryRun {
+		if recs[0].DryRun != fix.DryRunServer || recs[0].Result != fix.StatusDryRun {
 			t.Errorf("audit = %+v", recs[0])
 		}
 	})
@@ -378,7 +379,7 @@ func TestEngineAgainstAPIServer(t *testing.T) {
 		obj := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet",
 			"metadata": map[string]any{"name": "inject", "finalizers": []any{"example.com/stuck"},
-				"annotations": map[string]any{annotFixes: fixesAnnotation(t, rmFinalizer("example.com/stuck"))}},
+				"annotations": map[string]any{engineAnnotFixes: engineFixes(t, engineRemoveFinalizer("example.com/stuck"))}},
 			"spec": map[string]any{"containers": []any{}},
 		}}
 		created, err := fx.c.Dynamic().Resource(gvr).Create(t.Context(), obj, metav1.CreateOptions{})
@@ -388,8 +389,8 @@ func TestEngineAgainstAPIServer(t *testing.T) {
 		if err := fx.c.Dynamic().Resource(gvr).Delete(t.Context(), "inject", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		rs, _ := fx.run(t, DryRunNone, fx.plan(t, ""))
-		wantStatus(t, rs, StatusApplied)
+		rs, _ := fx.run(t, fix.DryRunNone, fx.plan(t, ""))
+		engineWantStatus(t, rs, fix.StatusApplied)
 		if _, err := fx.c.Dynamic().Resource(gvr).Get(t.Context(), "inject", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("sidecarset should be gone once its last finalizer is removed: %v", err)
 		}
@@ -400,15 +401,15 @@ func TestEngineAgainstAPIServer(t *testing.T) {
 
 	t.Run("force-delete removes a pod stuck on a missing node", func(t *testing.T) {
 		ns := fx.namespace(t, "force")
-		p := testPod(ns, "web-0", map[string]string{annotFixes: fixesAnnotation(t, report.Fix{Action: "force-delete", Risk: report.RiskHigh}),
-			annotRootCause: "node-missing"})
+		p := enginePod(ns, "web-0", map[string]string{engineAnnotFixes: engineFixes(t, report.Fix{Action: "force-delete", Risk: report.RiskHigh}),
+			engineAnnotRootCause: "node-missing"})
 		p.Spec.NodeName = "node-that-is-gone"
 		created := fx.createPod(t, p)
 		if err := fx.kube.CoreV1().Pods(ns).Delete(t.Context(), p.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		rs, _ := fx.run(t, DryRunNone, fx.plan(t, ns))
-		wantStatus(t, rs, StatusApplied)
+		rs, _ := fx.run(t, fix.DryRunNone, fx.plan(t, ns))
+		engineWantStatus(t, rs, fix.StatusApplied)
 		if _, err := fx.kube.CoreV1().Pods(ns).Get(t.Context(), p.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("pod should be gone: %v", err)
 		}
@@ -421,25 +422,25 @@ func TestEngineAgainstAPIServer(t *testing.T) {
 		ns := fx.namespace(t, "requeue")
 		gvr := schema.GroupVersionResource{Group: "apps.kruise.io", Version: "v1alpha1", Resource: "clonesets"}
 		cs := fx.cloneSet(t, ns, "web")
-		requeue := fixesAnnotation(t, report.Fix{Action: "requeue-workload", Risk: report.RiskLow})
+		requeue := engineFixes(t, report.Fix{Action: "requeue-workload", Risk: report.RiskLow})
 		for _, name := range []string{"web-a", "web-b"} {
-			p := testPod(ns, name, map[string]string{annotFixes: requeue})
+			p := enginePod(ns, name, map[string]string{engineAnnotFixes: requeue})
 			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps.kruise.io/v1alpha1", Kind: "CloneSet", Name: "web", UID: cs.GetUID(),
-				Controller: ptr(true), BlockOwnerDeletion: ptr(true)}}
+				Controller: enginePtr(true), BlockOwnerDeletion: enginePtr(true)}}
 			fx.createPod(t, p)
 		}
 		steps := fx.plan(t, ns)
 		if len(steps) != 1 || len(steps[0].Findings) != 2 {
-			t.Fatalf("want one requeue step for two pods, got %q", stepSummary(steps))
+			t.Fatalf("want one requeue step for two pods, got %q", engineStepSummary(steps))
 		}
-		rs, _ := fx.run(t, DryRunNone, steps)
-		wantStatus(t, rs, StatusApplied)
+		rs, _ := fx.run(t, fix.DryRunNone, steps)
+		engineWantStatus(t, rs, fix.StatusApplied)
 		got, err := fx.c.Dynamic().Resource(gvr).Namespace(ns).Get(t.Context(), "web", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v := got.GetAnnotations()[AnnotationRequeuedAt]; v == "" {
-			t.Errorf("annotation %s missing: %v", AnnotationRequeuedAt, got.GetAnnotations())
+		if v := got.GetAnnotations()[fix.AnnotationRequeuedAt]; v == "" {
+			t.Errorf("annotation %s missing: %v", fix.AnnotationRequeuedAt, got.GetAnnotations())
 		}
 		if evs := fx.events(t, ns, cs.GetUID()); len(evs) != 1 {
 			t.Errorf("events on the CloneSet = %+v", evs)
@@ -452,14 +453,14 @@ func TestEngineAgainstAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		fresh := fx.cloneSet(t, ns, "web")
-		rs, _ = fx.run(t, DryRunNone, steps)
-		wantStatus(t, rs, StatusRefused)
-		p, err := RequeuePatch(string(cs.GetUID()), "x")
+		rs, _ = fx.run(t, fix.DryRunNone, steps)
+		engineWantStatus(t, rs, fix.StatusRefused)
+		p, err := fix.RequeuePatch(string(cs.GetUID()), "x")
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, err = fx.c.Dynamic().Resource(gvr).Namespace(ns).Patch(t.Context(), "web", types.MergePatchType, p, metav1.PatchOptions{})
-		if o := WriteFailure("patch", steps[0].Target, err); o.Status != StatusRefused {
+		if o := fix.WriteFailure("patch", steps[0].Target, err); o.Status != fix.StatusRefused {
 			t.Errorf("merge patch with the old uid: %v -> %+v, want refused", err, o)
 		}
 		after, err := fx.c.Dynamic().Resource(gvr).Namespace(ns).Get(t.Context(), "web", metav1.GetOptions{})
@@ -474,21 +475,21 @@ func TestEngineAgainstAPIServer(t *testing.T) {
 	t.Run("restart-controller-leader deletes the holder pod; a changed holder is refused", func(t *testing.T) {
 		ns := fx.namespace(t, "leader")
 		rs := fx.replicaSet(t, ns, "manager-7d9f8")
-		mgr := testPod(ns, "manager-7d9f8-abcde", nil)
-		mgr.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr(true)}}
+		mgr := enginePod(ns, "manager-7d9f8-abcde", nil)
+		mgr.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: enginePtr(true)}}
 		mgrPod := fx.createPod(t, mgr)
 		holder := "manager-7d9f8-abcde_0b6e0b0e-1111-2222-3333-444455556666"
 		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "kruise-manager", Namespace: ns},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr(holder), LeaseDurationSeconds: ptr(int32(15))}}
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: enginePtr(holder), LeaseDurationSeconds: enginePtr(int32(15))}}
 		if _, err := fx.kube.CoordinationV1().Leases(ns).Create(t.Context(), lease, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		restart := report.Fix{Action: "restart-controller-leader", Risk: report.RiskMedium,
 			Params: map[string]string{"leaseNamespace": ns, "leaseName": "kruise-manager", "holderIdentity": holder}}
-		fx.createPod(t, testPod(ns, "stuck", map[string]string{annotFixes: fixesAnnotation(t, restart)}))
+		fx.createPod(t, enginePod(ns, "stuck", map[string]string{engineAnnotFixes: engineFixes(t, restart)}))
 
-		results, recs := fx.run(t, DryRunNone, fx.plan(t, ns))
-		wantStatus(t, results, StatusApplied)
+		results, recs := fx.run(t, fix.DryRunNone, fx.plan(t, ns))
+		engineWantStatus(t, results, fix.StatusApplied)
 		if _, err := fx.kube.CoreV1().Pods(ns).Get(t.Context(), mgr.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("leader pod should be gone: %v", err)
 		}
@@ -503,14 +504,14 @@ func TestEngineAgainstAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l.Spec.HolderIdentity = ptr("manager-7d9f8-fghij_77777777-1111-2222-3333-444455556666")
+		l.Spec.HolderIdentity = enginePtr("manager-7d9f8-fghij_77777777-1111-2222-3333-444455556666")
 		if _, err := fx.kube.CoordinationV1().Leases(ns).Update(t.Context(), l, metav1.UpdateOptions{}); err != nil {
 			t.Fatalf("a new holder could not take the Lease: %v", err)
 		}
 		// The finding still names the old holder: the leader changed, so nothing is deleted.
-		fx.createPod(t, testPod(ns, "manager-7d9f8-fghij", nil))
-		results, _ = fx.run(t, DryRunNone, fx.plan(t, ns))
-		wantStatus(t, results, StatusRefused)
+		fx.createPod(t, enginePod(ns, "manager-7d9f8-fghij", nil))
+		results, _ = fx.run(t, fix.DryRunNone, fx.plan(t, ns))
+		engineWantStatus(t, results, fix.StatusRefused)
 		if !strings.Contains(results[0].Reason, "leader changed") {
 			t.Errorf("reason = %q", results[0].Reason)
 		}
@@ -521,22 +522,22 @@ func TestEngineAgainstAPIServer(t *testing.T) {
 
 	t.Run("evict-pod evicts, and a PodDisruptionBudget refusal is reported", func(t *testing.T) {
 		ns := fx.namespace(t, "evict")
-		evict := fixesAnnotation(t, report.Fix{Action: "evict-pod", Risk: report.RiskMedium})
-		free := fx.runningPod(t, testPod(ns, "free", map[string]string{annotFixes: evict}))
-		guarded := testPod(ns, "guarded", map[string]string{annotFixes: evict})
+		evict := engineFixes(t, report.Fix{Action: "evict-pod", Risk: report.RiskMedium})
+		free := fx.runningPod(t, enginePod(ns, "free", map[string]string{engineAnnotFixes: evict}))
+		guarded := enginePod(ns, "guarded", map[string]string{engineAnnotFixes: evict})
 		guarded.Labels = map[string]string{"app": "guarded"}
 		guardedPod := fx.runningPod(t, guarded)
 		fx.blockingPDB(t, ns, "guarded", map[string]string{"app": "guarded"})
 
-		results, _ := fx.run(t, DryRunNone, fx.plan(t, ns))
-		byName := map[string]Result{}
+		results, _ := fx.run(t, fix.DryRunNone, fx.plan(t, ns))
+		byName := map[string]fix.Result{}
 		for _, r := range results {
 			byName[r.Object.Name] = r
 		}
-		if r := byName["free"]; r.Status != StatusApplied || !r.Verified {
+		if r := byName["free"]; r.Status != fix.StatusApplied || !r.Verified {
 			t.Errorf("free pod: %+v, want applied", r)
 		}
-		if r := byName["guarded"]; r.Status != StatusRefused || !strings.Contains(r.Reason, "429") || !strings.Contains(r.Reason, "disruption budget") {
+		if r := byName["guarded"]; r.Status != fix.StatusRefused || !strings.Contains(r.Reason, "429") || !strings.Contains(r.Reason, "disruption budget") {
 			t.Errorf("guarded pod: %+v, want refused with the server's 429", r)
 		}
 		if _, err := fx.kube.CoreV1().Pods(ns).Get(t.Context(), "free", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -552,9 +553,17 @@ func TestEngineAgainstAPIServer(t *testing.T) {
 	})
 }
 
-func ptr[T any](v T) *T { return &v }
+func enginePtr[T any](v T) *T { return &v }
 
-func testPod(ns, name string, annotations map[string]string) *corev1.Pod {
+func engineStepSummary(steps []*fix.Step) []string {
+	var out []string
+	for _, s := range steps {
+		out = append(out, s.Action+" "+s.Target.String()+" "+s.Params["finalizer"]+" "+strings.Join(s.FindingIDs(), ","))
+	}
+	return out
+}
+
+func enginePod(ns, name string, annotations map[string]string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: annotations},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}},
@@ -627,7 +636,7 @@ func (fx *engineFixture) replicaSet(t *testing.T, ns, name string) *appsv1.Repli
 	labels := map[string]string{"app": "manager"}
 	rs, err := fx.kube.AppsV1().ReplicaSets(ns).Create(t.Context(), &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: appsv1.ReplicaSetSpec{Replicas: ptr(int32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Spec: appsv1.ReplicaSetSpec{Replicas: enginePtr(int32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "registry.example/manager:1"}}}}},
 	}, metav1.CreateOptions{})
