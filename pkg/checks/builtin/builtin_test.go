@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fix"
 )
 
 func TestBuiltinChecksAreDocumented(t *testing.T) {
@@ -22,7 +23,7 @@ func TestBuiltinChecksAreDocumented(t *testing.T) {
 				t.Errorf("%s/%s lacks a title, description or severity", info.ID, rc.ID)
 			}
 			for _, a := range rc.Actions {
-				if _, ok := checks.LookupAction(a); !ok {
+				if _, ok := fix.NewCatalog().Lookup(a); !ok {
 					t.Errorf("%s/%s offers unknown action %q", info.ID, rc.ID, a)
 				}
 			}
@@ -61,7 +62,7 @@ func TestContractRootCauses(t *testing.T) {
 		}
 	}
 	for _, a := range []string{checks.ActionRequeueWorkload, checks.ActionRestartControllerLeader, checks.ActionRemoveFinalizer, checks.ActionForceDelete, checks.ActionEvictPod} {
-		if _, ok := checks.LookupAction(a); !ok {
+		if _, ok := fix.NewCatalog().Lookup(a); !ok {
 			t.Errorf("action %s of the contract is not documented", a)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/checktest"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fix"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
@@ -539,7 +540,7 @@ func TestResizePolicyDriftInfo(t *testing.T) {
 			t.Errorf("root cause %s is incomplete: %+v", id, rc)
 		}
 		for _, a := range rc.Actions {
-			if _, ok := checks.LookupAction(a); !ok {
+			if _, ok := fix.NewCatalog().Lookup(a); !ok {
 				t.Errorf("root cause %s names unknown action %s", id, a)
 			}
 		}

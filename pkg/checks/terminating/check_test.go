@@ -11,6 +11,7 @@ import (
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/checktest"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fix"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
@@ -29,7 +30,7 @@ func TestStuckTerminatingInfo(t *testing.T) {
 			t.Errorf("root cause %s lacks title, description or severity", rc.ID)
 		}
 		for _, a := range rc.Actions {
-			if _, ok := checks.LookupAction(a); !ok {
+			if _, ok := fix.NewCatalog().Lookup(a); !ok {
 				t.Errorf("root cause %s names unknown action %s", rc.ID, a)
 			}
 		}
