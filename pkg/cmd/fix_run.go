@@ -1,0 +1,185 @@
+package cmd
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fix"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/render"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+)
+
+// Run plans, confirms, applies and reports.
+func (o *FixOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	// Ctrl-C stops before the next action; the one under way is still recorded. A second Ctrl-C
+	// kills the process as usual.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+
+	rep, err := o.findings(ctx)
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	steps, results := fix.Plan(o.cat, rep.Findings, fix.Selection{IDs: o.IDs, Check: o.Check, Action: o.Action})
+
+	// With -o json stdout carries only the results document; the plan goes to stderr.
+	planOut := o.Out
+	if o.Output == render.FormatJSON {
+		planOut = o.ErrOut
+	}
+	render.FixPlan(planOut, steps, results)
+
+	meta := fix.DocumentMeta{GeneratedAt: time.Now().UTC().Truncate(time.Second), Context: o.contextName(), DryRun: o.dryRun, Report: o.FromReport}
+	switch {
+	case len(steps) == 0:
+	case o.dryRun == fix.DryRunClient:
+		results = append(results, fix.PlannedResults(steps)...)
+	default:
+		audit, closeAudit, err := o.openAudit()
+		if err != nil {
+			return &ExitError{Code: ExitFailure, Err: err}
+		}
+		defer closeAudit()
+		if ok, why := o.confirm(len(steps)); !ok {
+			fmt.Fprintf(o.ErrOut, "Refusing to apply %d action%s: %s.\n", len(steps), plural(len(steps)), why)
+			results = append(results, fix.Refuse(steps, "not confirmed: "+why)...)
+			break
+		}
+		applied, user, err := o.apply(ctx, steps, audit)
+		if err != nil {
+			return &ExitError{Code: ExitFailure, Err: err}
+		}
+		meta.User = user
+		results = append(results, applied...)
+	}
+	if err := o.print(meta, results); err != nil {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	if !fix.AllOK(results) {
+		s := fix.Summarize(results)
+		return &ExitError{Code: ExitRefused, Err: fmt.Errorf("%d of %d action%s refused, %d failed", s.Refused, s.Total, plural(s.Total), s.Failed)}
+	}
+	return nil
+}
+
+// findings reads the saved report or scans.
+func (o *FixOptions) findings(ctx context.Context) (*report.Report, error) {
+	if o.FromReport == "" {
+		return runScan(ctx, o.config, o.opts, o.ErrOut)
+	}
+	rep, err := report.Read(o.FromReport, o.In)
+	if err != nil {
+		return nil, err
+	}
+	known := map[string]bool{}
+	for _, f := range rep.Findings {
+		known[f.ID] = true
+	}
+	for _, id := range o.IDs {
+		if !known[id] {
+			return nil, fmt.Errorf("finding %s is not in report %s", id, o.FromReport)
+		}
+	}
+	if cur := o.contextName(); rep.Metadata.Context != "" && cur != "" && rep.Metadata.Context != cur {
+		fmt.Fprintf(o.ErrOut, "warning: report %s was made in context %q, the current context is %q; objects are matched by uid, so findings of another cluster are reported as already resolved\n",
+			o.FromReport, rep.Metadata.Context, cur)
+	}
+	return rep, nil
+}
+
+// confirm asks on a terminal; without one, only --yes confirms. Server dry run writes nothing
+// and needs no confirmation.
+func (o *FixOptions) confirm(n int) (bool, string) {
+	if o.Yes || o.dryRun == fix.DryRunServer {
+		return true, ""
+	}
+	if !o.stdinIsTerminal() {
+		return false, "stdin is not a terminal and --yes was not given (add --yes to apply from a script, or --dry-run=server to preview)"
+	}
+	fmt.Fprintf(o.ErrOut, "Apply %d action%s? [y/N]: ", n, plural(n))
+	ok, err := readYes(o.In)
+	if err != nil {
+		return false, "could not read the answer: " + err.Error()
+	}
+	if !ok {
+		return false, "the answer was not yes"
+	}
+	return true, ""
+}
+
+// readYes reads one line and reports whether it says yes.
+func readYes(in io.Reader) (bool, error) {
+	line, err := bufio.NewReader(in).ReadString('\n')
+	if err != nil && line == "" {
+		return false, err
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true, nil
+	}
+	return false, nil
+}
+
+// openAudit opens --audit-file for appending, before anything is asked or written, so a bad path
+// fails first.
+func (o *FixOptions) openAudit() (io.Writer, func(), error) {
+	if o.AuditFile == "" {
+		return nil, func() {}, nil
+	}
+	f, err := os.OpenFile(o.AuditFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open audit file: %w", err)
+	}
+	return f, func() {
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(o.ErrOut, "warning: close audit file: %v\n", err)
+		}
+	}, nil
+}
+
+// apply runs the engine.
+func (o *FixOptions) apply(ctx context.Context, steps []*fix.Step, audit io.Writer) ([]fix.Result, string, error) {
+	cfg, err := o.config.ToRESTConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("read kubeconfig: %w", err)
+	}
+	clients, err := fix.NewClients(cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	opts := fix.Options{DryRun: o.dryRun, Registry: o.reg, Catalog: o.cat, Settings: o.settings, Audit: audit,
+		OnStepStarted: func(i, n int, s *fix.Step) { render.FixStepStarted(o.ErrOut, i, n, s) },
+		OnStepFinished: func(i, n int, s *fix.Step, r fix.Result) {
+			render.FixStepFinished(o.ErrOut, i, n, s, r)
+		},
+		OnWarning: func(msg string) { fmt.Fprintf(o.ErrOut, "warning: %s\n", msg) },
+	}
+	e := fix.NewEngine(clients, opts)
+	results := e.Run(ctx, steps)
+	return results, e.User(), nil
+}
+
+func (o *FixOptions) print(meta fix.DocumentMeta, results []fix.Result) error {
+	if o.Output == render.FormatJSON {
+		return render.JSON(o.Out, fix.NewDocument(meta, results))
+	}
+	if len(results) == 0 {
+		return nil
+	}
+	fmt.Fprintln(o.Out)
+	return render.FixResults(o.Out, results)
+}
