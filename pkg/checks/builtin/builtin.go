@@ -4,6 +4,7 @@ package builtin
 
 import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/kruiselifecycle"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/resizepolicy"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/terminating"
 )
@@ -11,8 +12,8 @@ import (
 // Checks returns a registry of every built-in check.
 func Checks() *checks.Registry {
 	return checks.NewRegistry(
-		checks.StuckPreparingNormal(),
-		checks.ExpectationsUnsatisfied(),
+		kruiselifecycle.StuckPreparingNormal(),
+		kruiselifecycle.ExpectationsUnsatisfied(),
 		terminating.New(),
 		resizepolicy.New(),
 	)

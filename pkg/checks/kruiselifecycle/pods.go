@@ -1,0 +1,150 @@
+package kruiselifecycle
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
+)
+
+// isOwner reports whether an ownerReference names an OpenKruise workload of the given kinds.
+func isOwner(ref *metav1.OwnerReference, kinds ...string) bool {
+	if ref == nil || !strings.HasPrefix(ref.APIVersion, kruise.Group+"/") {
+		return false
+	}
+	for _, k := range kinds {
+		if ref.Kind == k {
+			return true
+		}
+	}
+	return false
+}
+
+// controlledBy reports whether the pod's controller reference names the UID.
+func controlledBy(p *metav1.ObjectMeta, w *kruise.Workload) bool {
+	ref := snapshot.ControllerOf(p)
+	return ref != nil && ref.UID == w.UID
+}
+
+// activePod mirrors kubecontroller.IsPodActive: not being deleted, not Succeeded or Failed.
+// A pod not read in full has no known phase and counts as active unless being deleted.
+func activePod(s *snapshot.Snapshot, p *metav1.ObjectMeta) bool {
+	if p.DeletionTimestamp != nil {
+		return false
+	}
+	full, ok := s.FullPod(p.UID)
+	return !ok || (full.Status.Phase != corev1.PodSucceeded && full.Status.Phase != corev1.PodFailed)
+}
+
+// ownedPods splits the pods a workload controls into active and terminating ones.
+func ownedPods(s *snapshot.Snapshot, w *kruise.Workload) (active, terminating []*metav1.ObjectMeta) {
+	for _, p := range s.PodsOwnedBy(w.UID) {
+		if !controlledBy(p, w) {
+			continue
+		}
+		if activePod(s, p) {
+			active = append(active, p)
+		} else if p.DeletionTimestamp != nil {
+			terminating = append(terminating, p)
+		}
+	}
+	sort.Slice(active, func(i, j int) bool { return active[i].Name < active[j].Name })
+	return active, terminating
+}
+
+// lifecycleSince is when the pod entered its lifecycle state: the timestamp annotation kruise
+// rewrites on every state change, else the pod's creation.
+func lifecycleSince(p *metav1.ObjectMeta) (time.Time, string) {
+	if v := p.Annotations[kruise.AnnotationLifecycleTime]; v != "" {
+		if t, err := time.Parse(time.RFC3339, v); err == nil {
+			return t, "annotation " + kruise.AnnotationLifecycleTime
+		}
+	}
+	return p.CreationTimestamp.Time, "creation time (no " + kruise.AnnotationLifecycleTime + " annotation)"
+}
+
+// hookMisses lists what a lifecycle hook still waits for on a pod: each missing finalizer and
+// each label missing or with another value (IsPodAllHooked, pkg/util/lifecycle).
+func hookMisses(h *kruise.LifecycleHook, p *metav1.ObjectMeta) []string {
+	if h == nil {
+		return nil
+	}
+	var out []string
+	have := map[string]bool{}
+	for _, f := range p.Finalizers {
+		have[f] = true
+	}
+	for _, f := range h.FinalizersHandler {
+		if !have[f] {
+			line := checks.Evidencef("finalizer %s is missing", f)
+			if ts := touchers(p, "f:metadata", "f:finalizers"); len(ts) > 0 {
+				line += checks.Evidencef(" (finalizers last set by %s)", joinTouchers(ts))
+			} else {
+				line += " (no field manager has set any finalizer)"
+			}
+			out = append(out, line)
+		}
+	}
+	keys := make([]string, 0, len(h.LabelsHandler))
+	for k := range h.LabelsHandler {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		want := h.LabelsHandler[k]
+		got, ok := p.Labels[k]
+		switch {
+		case !ok:
+			out = append(out, checks.Evidencef("label %s is missing, the hook wants %q (no field manager has set it)", k, want))
+		case got != want:
+			line := checks.Evidencef("label %s is %q, the hook wants %q", k, got, want)
+			if ts := touchers(p, "f:metadata", "f:labels", "f:"+k); len(ts) > 0 {
+				line += checks.Evidencef(" (set by %s)", joinTouchers(ts))
+			}
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// hookSatisfied says who put the hook's finalizers and labels in place.
+func hookSatisfied(h *kruise.LifecycleHook, p *metav1.ObjectMeta) []string {
+	var out []string
+	for _, f := range h.FinalizersHandler {
+		line := checks.Evidencef("preNormal finalizer %s is present", f)
+		if ts := touchers(p, "f:metadata", "f:finalizers", fmt.Sprintf("v:%q", f)); len(ts) > 0 {
+			line += checks.Evidencef(" (added by %s)", joinTouchers(ts))
+		}
+		out = append(out, line)
+	}
+	keys := make([]string, 0, len(h.LabelsHandler))
+	for k := range h.LabelsHandler {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		line := checks.Evidencef("preNormal label %s=%q is present", k, h.LabelsHandler[k])
+		if ts := touchers(p, "f:metadata", "f:labels", "f:"+k); len(ts) > 0 {
+			line += checks.Evidencef(" (set by %s)", joinTouchers(ts))
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// podCondition returns the pod's condition of the given type.
+func podCondition(p *corev1.Pod, t corev1.PodConditionType) (corev1.PodCondition, bool) {
+	for _, c := range p.Status.Conditions {
+		if c.Type == t {
+			return c, true
+		}
+	}
+	return corev1.PodCondition{}, false
+}

@@ -1,0 +1,100 @@
+package kruiselifecycle
+
+import (
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/internal/kruiseenv"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
+)
+
+// StuckPreparingNormalID is the check's ID.
+const StuckPreparingNormalID = "stuck-preparing-normal"
+
+const preparingNormalThreshold = 10 * time.Minute
+
+type stuckPreparingNormal struct{}
+
+// StuckPreparingNormal returns the stuck-preparing-normal check.
+func StuckPreparingNormal() checks.Check { return stuckPreparingNormal{} }
+
+// Info describes the check and its root causes.
+func (stuckPreparingNormal) Info() checks.Info {
+	return checks.Info{
+		ID:    StuckPreparingNormalID,
+		Title: "OpenKruise pods stuck in PreparingNormal",
+		Description: "CloneSet and Advanced StatefulSet pods start in the lifecycle state PreparingNormal " +
+			"(label lifecycle.apps.kruise.io/state). On a reconcile the controller moves a pod to Normal when the " +
+			"workload has no spec.lifecycle.preNormal hook, or when every finalizer the hook lists is on the pod and " +
+			"every label it lists has exactly the given value; readiness is never required. A pod in PreparingNormal " +
+			"is unavailable. This check reports pods that stay PreparingNormal longer than the threshold (from the " +
+			"lifecycle.apps.kruise.io/timestamp annotation, else the pod's creation) and decides why, in this order: " +
+			"the manager is down, the workload's expectations block it, the hook is not satisfied, a known kruise " +
+			"bug or behaviour of the running version, or a reconcile that simply never came.",
+		Threshold:  preparingNormalThreshold,
+		RootCauses: preparingNormalRootCauses(),
+		Needs: []checks.Need{
+			{Input: snapshot.InputPods, PodAnnotations: []string{kruise.AnnotationLifecycleTime}},
+			{Input: snapshot.InputKruiseWorkloads},
+			{Input: snapshot.InputEvents, Optional: true},
+			{Input: snapshot.InputControllers, Optional: true},
+			{Input: snapshot.InputControllerLogs, Optional: true},
+		},
+	}
+}
+
+// PodCandidates selects, from the metadata-only pod list, the pods labelled PreparingNormal that
+// an OpenKruise workload controls, plus the pods the expectations verdict needs in full.
+func (stuckPreparingNormal) PodCandidates(s *snapshot.Snapshot) []types.UID {
+	var out []types.UID
+	for _, p := range s.Pods {
+		if p.Labels[kruise.LabelLifecycleState] != kruise.StatePreparingNormal {
+			continue
+		}
+		if isOwner(snapshot.ControllerOf(p), kruise.KindCloneSet, kruise.KindStatefulSet) {
+			out = append(out, p.UID)
+		}
+	}
+	return append(out, expectationCandidates(s)...)
+}
+
+func (c stuckPreparingNormal) Run(s *snapshot.Snapshot, threshold time.Duration) []report.Finding {
+	info := c.Info()
+	env := kruiseenv.New(s)
+	// The expectations verdict uses the threshold the expectations check would use in this scan.
+	expTh := effectiveThreshold(s, threshold, preparingNormalThreshold, env.ExpectationTimeout())
+	var frozen map[types.UID]*frozenWorkload
+	var out []report.Finding
+	pods := append([]*corev1.Pod(nil), s.FullPods...)
+	sort.Slice(pods, func(i, j int) bool {
+		if pods[i].Namespace != pods[j].Namespace {
+			return pods[i].Namespace < pods[j].Namespace
+		}
+		return pods[i].Name < pods[j].Name
+	})
+	for _, p := range pods {
+		if p.Labels[kruise.LabelLifecycleState] != kruise.StatePreparingNormal || p.DeletionTimestamp != nil {
+			continue
+		}
+		ref := snapshot.ControllerOf(p)
+		if !isOwner(ref, kruise.KindCloneSet, kruise.KindStatefulSet) {
+			continue
+		}
+		since, sinceSource := lifecycleSince(&p.ObjectMeta)
+		if s.Now.Sub(since) < threshold {
+			continue
+		}
+		if frozen == nil {
+			frozen = frozenWorkloads(env, expTh)
+		}
+		w, _ := s.Workload(ref.UID)
+		out = append(out, checks.NewFinding(info, c.diagnose(env, frozen, p, w, since, sinceSource)))
+	}
+	return out
+}
