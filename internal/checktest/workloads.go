@@ -48,6 +48,18 @@ func set(m metav1.Object, value any, path ...string) {
 	}
 }
 
+// Selector replaces the app=<name> selector and template labels with these.
+func Selector(labels map[string]string) Option {
+	return func(m metav1.Object) {
+		ls := map[string]any{}
+		for k, v := range labels {
+			ls[k] = v
+		}
+		set(m, ls, "spec", "selector", "matchLabels")
+		set(m, ls, "spec", "template", "metadata", "labels")
+	}
+}
+
 // Replicas sets spec.replicas.
 func Replicas(n int64) Option { return func(m metav1.Object) { set(m, n, "spec", "replicas") } }
 

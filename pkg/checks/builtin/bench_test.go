@@ -6,12 +6,11 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/checktest"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/builtin"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
@@ -38,12 +37,11 @@ const (
 var (
 	benchOnce sync.Once
 	benchSnap *snapshot.Snapshot
-	benchNow  = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 )
 
 func benchSnapshot(b *testing.B) *snapshot.Snapshot {
 	b.Helper()
-	benchOnce.Do(func() { benchSnap = syntheticSnapshot(benchPods) })
+	benchOnce.Do(func() { benchSnap = syntheticSnapshot(b, benchPods) })
 	return benchSnap
 }
 
@@ -99,33 +97,26 @@ func BenchmarkIndex(b *testing.B) {
 }
 
 // syntheticSnapshot builds the snapshot a scan of the bench population collects.
-func syntheticSnapshot(nPods int) *snapshot.Snapshot {
+func syntheticSnapshot(b *testing.B, nPods int) *snapshot.Snapshot {
 	s := &snapshot.Snapshot{
-		Now: benchNow, ServerVersion: "v1.37.1", Scope: snapshot.Scope{AllNamespaces: true}, Settings: snapshot.DefaultSettings(),
+		Now: checktest.Now, ServerVersion: "v1.37.1", Scope: snapshot.Scope{AllNamespaces: true}, Settings: snapshot.DefaultSettings(),
 		Unread: map[snapshot.Input]error{}, Limits: map[snapshot.Input]string{}, Logs: map[string]string{},
 		Installed: map[string]bool{kruise.Group: true},
 	}
 	for i := range benchNamespaces {
-		s.Namespaces = append(s.Namespaces, &corev1.Namespace{
-			ObjectMeta: metav1.ObjectMeta{Name: benchNS(i), UID: benchUID("ns", i), CreationTimestamp: metav1.NewTime(benchNow.Add(-30 * 24 * time.Hour))},
-			Status:     corev1.NamespaceStatus{Phase: corev1.NamespaceActive},
-		})
+		s.Namespaces = append(s.Namespaces, checktest.Namespace(benchNS(i), checktest.UID(benchUID("ns", i)), checktest.CreatedAgo(30*24*time.Hour)))
 	}
 	for i := range benchNodes {
-		s.Nodes = append(s.Nodes, benchNode(i))
-		renew := benchNow.Add(-5 * time.Second)
+		ready, since, renewed := corev1.ConditionTrue, 72*time.Hour, 5*time.Second
 		if i < benchDeadNodes {
-			renew = benchNow.Add(-time.Hour)
+			ready, since, renewed = corev1.ConditionUnknown, time.Hour, time.Hour
 		}
-		s.NodeLeases = append(s.NodeLeases, &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: benchNodeName(i), Namespace: corev1.NamespaceNodeLease},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptrTo(benchNodeName(i)), LeaseDurationSeconds: ptrTo[int32](40),
-				RenewTime: &metav1.MicroTime{Time: renew}},
-		})
+		s.Nodes = append(s.Nodes, checktest.Node(benchNodeName(i), checktest.UID(benchUID("node", i)), checktest.Ready(ready, since)))
+		s.NodeLeases = append(s.NodeLeases, checktest.NodeLease(benchNodeName(i), renewed))
 	}
-	mgr, lease, mgrPod := benchKruiseManager()
-	s.Deployments = append(s.Deployments, mgr)
-	s.Leases = append(s.Leases, lease)
+	s.Deployments = append(s.Deployments, checktest.KruiseManager("v1.8.0", 1))
+	s.Leases = append(s.Leases, checktest.KruiseLeaderLease(2*time.Second))
+	mgrPod := checktest.Pod("kruise-system", kruise.HolderPod(checktest.KruiseHolder), checktest.OnNode(benchNodeName(benchDeadNodes)))
 	s.ControllerPods = append(s.ControllerPods, mgrPod)
 	s.Logs[mgrPod.Namespace+"/"+mgrPod.Name] = ""
 
@@ -134,16 +125,14 @@ func syntheticSnapshot(nPods int) *snapshot.Snapshot {
 		ns := benchNS(g % benchNamespaces)
 		cloneSet := g%4 == 0
 		app := fmt.Sprintf("svc-%05d", g)
-		owner := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app + "-7d9f8c6b5d", UID: benchUID("rs", g),
-			Controller: ptrTo(true), BlockOwnerDeletion: ptrTo(true)}
+		owner := checktest.OwnedBy("apps/v1", "ReplicaSet", app+"-7d9f8c6b5d", benchUID("rs", g))
 		revision := app + "-7d9f8c6b5"
 		if cloneSet {
-			w := benchCloneSet(ns, app, g)
+			w := benchCloneSet(b, ns, app, g)
 			s.Workloads = append(s.Workloads, w)
-			owner = metav1.OwnerReference{APIVersion: kruise.CloneSets.GroupVersion().String(), Kind: kruise.KindCloneSet, Name: app,
-				UID: w.UID, Controller: ptrTo(true), BlockOwnerDeletion: ptrTo(true)}
-			s.Events = append(s.Events, benchEvent(ns, kruise.KindCloneSet, app, w.UID, kruise.CloneSets.GroupVersion().String(),
-				corev1.EventTypeNormal, "SuccessfulCreate", "succeed to create pod "+app+"-abcde", g))
+			owner = checktest.OwnedByWorkload(w)
+			s.Events = append(s.Events, benchEvent(checktest.RefTo(w.APIVersion, w.Kind, w), corev1.EventTypeNormal, "SuccessfulCreate",
+				"succeed to create pod "+app+"-abcde", g))
 		}
 		for k := range benchGroup {
 			i := g*benchGroup + k
@@ -156,7 +145,7 @@ func syntheticSnapshot(nPods int) *snapshot.Snapshot {
 				full[f.UID] = f
 			}
 			if i%10 == 3 {
-				s.Events = append(s.Events, benchEvent(ns, "Pod", p.Name, p.UID, "v1", corev1.EventTypeWarning, "Unhealthy",
+				s.Events = append(s.Events, benchEvent(checktest.RefTo("v1", "Pod", p), corev1.EventTypeWarning, "Unhealthy",
 					"Readiness probe failed: HTTP probe failed with statuscode: 503", i))
 			}
 		}
@@ -191,117 +180,56 @@ func benchNodeName(i int) string { return fmt.Sprintf("node-%03d", i) }
 func benchUID(kind string, i int) types.UID {
 	return types.UID(fmt.Sprintf("%08x-0000-4000-8000-%012x", i, len(kind)<<32|i))
 }
-func ptrTo[T any](v T) *T { return &v }
 
-func benchNode(i int) *corev1.Node {
-	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-		LastHeartbeatTime: metav1.NewTime(benchNow.Add(-10 * time.Second)), LastTransitionTime: metav1.NewTime(benchNow.Add(-72 * time.Hour))}
-	var taints []corev1.Taint
-	if i < benchDeadNodes {
-		ready = corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown",
-			Message: "Kubelet stopped posting node status.", LastHeartbeatTime: metav1.NewTime(benchNow.Add(-time.Hour)),
-			LastTransitionTime: metav1.NewTime(benchNow.Add(-time.Hour))}
-		taints = []corev1.Taint{{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}}
-	}
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: benchNodeName(i), UID: benchUID("node", i), Labels: map[string]string{"kubernetes.io/hostname": benchNodeName(i)}},
-		Spec:       corev1.NodeSpec{Taints: taints},
-		Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{ready}, NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.37.1"}},
-	}
-}
-
-func benchKruiseManager() (*appsv1.Deployment, *coordinationv1.Lease, *corev1.Pod) {
-	const ns = "kruise-system"
-	labels := map[string]string{"control-plane": "controller-manager"}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "kruise-controller-manager", Namespace: ns, UID: benchUID("deploy", 1), Generation: 1},
-		Spec: appsv1.DeploymentSpec{Replicas: ptrTo[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
-				Name: kruise.ManagerContainer, Image: "openkruise/kruise-manager:v1.8.0",
-				Args: []string{"--enable-leader-election", "--leader-election-namespace=" + ns, "--v=4"},
-			}}}}},
-		Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 2, ReadyReplicas: 2, AvailableReplicas: 2, UpdatedReplicas: 2},
-	}
-	m := kruise.FindManager([]*appsv1.Deployment{d}, ns, d.Name)
-	holder := "kruise-controller-manager-6c8f9d7b5-x2k4p_0b9c6f1e-4c3a-4a55-9d51-0e5d2f7b8a11"
-	l := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: m.LeaseName, Namespace: m.LeaseNamespace},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: ptrTo[int32](15),
-			RenewTime: &metav1.MicroTime{Time: benchNow.Add(-2 * time.Second)}},
-	}
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: kruise.HolderPod(holder), Namespace: ns, Labels: labels, UID: benchUID("mgr", 1)},
-		Spec:       corev1.PodSpec{NodeName: benchNodeName(benchDeadNodes)},
-		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
-	}
-	return d, l, p
-}
-
-func benchCloneSet(ns, app string, g int) *kruise.Workload {
+func benchCloneSet(b *testing.B, ns, app string, g int) *kruise.Workload {
 	gen := int64(1)
 	if g%400 == 0 {
 		gen = 2 // a spec the controller never observed
 	}
-	sel := map[string]string{"app.kubernetes.io/name": app}
-	return &kruise.Workload{
-		APIVersion: kruise.CloneSets.GroupVersion().String(), Kind: kruise.KindCloneSet,
-		ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: ns, UID: benchUID("cs", g), Generation: gen,
-			CreationTimestamp: metav1.NewTime(benchNow.Add(-48 * time.Hour)),
-			ManagedFields: []metav1.ManagedFieldsEntry{
-				{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps.kruise.io/v1alpha1",
-					Time: ptrTo(metav1.NewTime(benchNow.Add(-time.Hour))), FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)}},
-				{Manager: "manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps.kruise.io/v1alpha1", Subresource: "status",
-					Time: ptrTo(metav1.NewTime(benchNow.Add(-59 * time.Minute))), FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{}}`)}},
-			}},
-		Replicas: ptrTo[int32](benchGroup), Selector: &metav1.LabelSelector{MatchLabels: sel},
-		Template:   corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel}, Spec: benchSpec("")},
-		Lifecycle:  kruise.Lifecycle{PreNormal: &kruise.LifecycleHook{LabelsHandler: map[string]string{"example.com/warmed-up": "true"}}},
-		UpdateType: kruise.UpdateInPlaceIfPossible,
-		Status: kruise.WorkloadStatus{ObservedGeneration: 1, Replicas: benchGroup, ReadyReplicas: benchGroup, AvailableReplicas: benchGroup,
-			UpdatedReplicas: benchGroup, UpdatedReadyReplicas: benchGroup, UpdateRevision: app + "-7d9f8c6b5", CurrentRevision: app + "-7d9f8c6b5",
-			LabelSelector: "app.kubernetes.io/name=" + app},
-	}
+	return checktest.Workload(b, kruise.KindCloneSet, ns, app, checktest.UID(benchUID("cs", g)), checktest.Generation(gen),
+		checktest.CreatedAgo(48*time.Hour), checktest.Replicas(benchGroup), checktest.Selector(map[string]string{"app.kubernetes.io/name": app}),
+		checktest.Template(benchContainers()...), checktest.UpdateStrategy(kruise.UpdateInPlaceIfPossible),
+		checktest.LifecycleHooks(map[string]any{"preNormal": map[string]any{"labelsHandler": map[string]any{"example.com/warmed-up": "true"}}}),
+		checktest.ManagedFields(
+			checktest.Managed("kubectl", "", time.Hour, `{"f:spec":{"f:replicas":{}}}`),
+			checktest.Managed("manager", "status", 59*time.Minute, `{"f:status":{}}`)),
+		checktest.Status(map[string]any{"observedGeneration": int64(1), "replicas": int64(benchGroup), "readyReplicas": int64(benchGroup),
+			"availableReplicas": int64(benchGroup), "updatedReplicas": int64(benchGroup), "updatedReadyReplicas": int64(benchGroup),
+			"updateRevision": app + "-7d9f8c6b5", "currentRevision": app + "-7d9f8c6b5", "labelSelector": "app.kubernetes.io/name=" + app}))
 }
 
 // benchPod returns the metadata-only pod the bulk list yields and, for a stuck pod, its full object.
-func benchPod(ns, app, revision string, owner metav1.OwnerReference, cloneSet bool, i, k int) (meta, full *corev1.Pod) {
-	created := benchNow.Add(-time.Duration(3600+i%7200) * time.Second)
-	p := &corev1.Pod{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: fmt.Sprintf("%s-%05x", app, k), Namespace: ns, UID: benchUID("pod", i), ResourceVersion: fmt.Sprint(1000 + i),
-			CreationTimestamp: metav1.NewTime(created),
-			Labels: map[string]string{"app.kubernetes.io/name": app, "app.kubernetes.io/part-of": "shop", "app.kubernetes.io/version": "v2.14.3",
-				"team": ns, "tier": []string{"frontend", "backend", "worker"}[i/benchGroup%3]},
-			Annotations: map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "9090",
-				"cni.projectcalico.org/podIP": fmt.Sprintf("10.%d.%d.%d/32", 64+(i>>16)&63, (i>>8)&255, i&255)},
-			OwnerReferences: []metav1.OwnerReference{owner},
-		},
-	}
+func benchPod(ns, app, revision string, owner checktest.Option, cloneSet bool, i, k int) (meta, full *corev1.Pod) {
+	created := time.Duration(3600+i%7200) * time.Second
+	p := checktest.Pod(ns, fmt.Sprintf("%s-%05x", app, k), checktest.UID(benchUID("pod", i)), checktest.CreatedAgo(created), owner,
+		checktest.Labels(map[string]string{"app.kubernetes.io/name": app, "app.kubernetes.io/part-of": "shop", "app.kubernetes.io/version": "v2.14.3",
+			"team": ns, "tier": []string{"frontend", "backend", "worker"}[i/benchGroup%3]}),
+		checktest.Annotations(map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "9090",
+			"cni.projectcalico.org/podIP": fmt.Sprintf("10.%d.%d.%d/32", 64+(i>>16)&63, (i>>8)&255, i&255)}))
+	p.ResourceVersion = fmt.Sprint(1000 + i)
 	node := benchNodeName(benchDeadNodes + i%(benchNodes-benchDeadNodes))
 	// The 8th pod of every 10th group: half of those groups are CloneSets.
 	stuck := i%benchStuckEvery == 7
 	if cloneSet {
+		state := kruise.StateNormal
 		p.Labels["controller-revision-hash"] = revision
 		p.Labels["example.com/warmed-up"] = "true"
-		p.Labels[kruise.LabelLifecycleState] = kruise.StateNormal
-		p.Annotations[kruise.AnnotationLifecycleTime] = created.Format(time.RFC3339)
 		if stuck {
 			delete(p.Labels, "example.com/warmed-up")
-			p.Labels[kruise.LabelLifecycleState] = kruise.StatePreparingNormal
+			state = kruise.StatePreparingNormal
 		}
+		checktest.Lifecycle(state, created)(p)
 	} else {
 		p.Labels["pod-template-hash"] = "7d9f8c6b5d"
 		if stuck {
-			del := metav1.NewTime(benchNow.Add(-time.Hour))
-			p.DeletionTimestamp = &del
+			grace := int64(0)
 			if (i/benchStuckEvery)%2 == 0 {
-				p.DeletionGracePeriodSeconds = ptrTo[int64](0)
-				p.Finalizers = []string{"example.com/cleanup"}
+				checktest.Finalizers("", "example.com/cleanup")(p)
 			} else {
-				p.DeletionGracePeriodSeconds = ptrTo[int64](30)
+				grace = 30
 				node = benchNodeName(i % benchDeadNodes)
 			}
+			checktest.Deleted(time.Hour, grace)(p)
 		}
 	}
 	if stuck {
@@ -313,45 +241,33 @@ func benchPod(ns, app, revision string, owner metav1.OwnerReference, cloneSet bo
 // benchFull is the full object of a metadata-only pod: spec, status and managedFields.
 func benchFull(meta *corev1.Pod, node string) *corev1.Pod {
 	p := meta.DeepCopy()
-	p.Spec = benchSpec(node)
+	p.Spec.TerminationGracePeriodSeconds = ptrTo[int64](30)
 	start := metav1.NewTime(p.CreationTimestamp.Add(3 * time.Second))
-	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &start, PodIP: "10.64.0.1", HostIP: "10.0.0.1",
-		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: start}},
-		ContainerStatuses: []corev1.ContainerStatus{
-			{Name: "app", Ready: true, Image: p.Spec.Containers[0].Image, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: start}}},
-			{Name: "proxy", Ready: true, Image: p.Spec.Containers[1].Image, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: start}}},
-		}}
-	p.ManagedFields = []metav1.ManagedFieldsEntry{
-		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &p.CreationTimestamp,
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{},"f:ownerReferences":{}},"f:spec":{"f:containers":{}}}`)}},
-		{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Subresource: "status", Time: &start,
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:conditions":{},"f:containerStatuses":{}}}`)}},
-	}
+	checktest.OnNode(node)(p)
+	checktest.Containers(benchContainers()...)(p)
+	checktest.Running()(p)
+	checktest.Conditions(corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: start})(p)
+	p.Status.StartTime, p.Status.PodIP, p.Status.HostIP = &start, "10.64.0.1", "10.0.0.1"
+	age := checktest.Now.Sub(p.CreationTimestamp.Time)
+	checktest.ManagedFields(
+		checktest.Managed("kube-controller-manager", "", age, `{"f:metadata":{"f:labels":{},"f:ownerReferences":{}},"f:spec":{"f:containers":{}}}`),
+		checktest.Managed("kubelet", "status", age-3*time.Second, `{"f:status":{"f:conditions":{},"f:containerStatuses":{}}}`))(p)
 	if len(p.Finalizers) > 0 {
-		p.ManagedFields = append(p.ManagedFields, metav1.ManagedFieldsEntry{Manager: "cleanup-controller", Operation: metav1.ManagedFieldsOperationUpdate,
-			APIVersion: "v1", Time: &p.CreationTimestamp, FieldsType: "FieldsV1",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:finalizers":{".":{},"v:\"example.com/cleanup\"":{}}}}`)}})
+		checktest.ManagedFields(checktest.Managed("cleanup-controller", "", age, checktest.MetadataFields(p.Finalizers, nil)))(p)
 	}
 	return p
 }
 
-func benchSpec(node string) corev1.PodSpec {
-	return corev1.PodSpec{
-		NodeName: node, TerminationGracePeriodSeconds: ptrTo[int64](30),
-		Containers: []corev1.Container{
-			{Name: "app", Image: "registry.example.com/shop/app:v2.14.3", ResizePolicy: []corev1.ContainerResizePolicy{
-				{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.NotRequired}, {ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}},
-			{Name: "proxy", Image: "registry.example.com/mesh/proxy:v1.22.0"},
-		},
+func benchContainers() []corev1.Container {
+	return []corev1.Container{
+		{Name: "app", Image: "registry.example.com/shop/app:v2.14.3", ResizePolicy: checktest.ResizePolicy("cpu", "NotRequired", "memory", "RestartContainer")},
+		{Name: "proxy", Image: "registry.example.com/mesh/proxy:v1.22.0"},
 	}
 }
 
-func benchEvent(ns, kind, name string, uid types.UID, apiVersion, typ, reason, msg string, i int) *corev1.Event {
-	at := metav1.NewTime(benchNow.Add(-time.Duration(i%3600) * time.Second))
-	return &corev1.Event{
-		ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", name, i), Namespace: ns},
-		InvolvedObject: corev1.ObjectReference{Kind: kind, Namespace: ns, Name: name, UID: uid, APIVersion: apiVersion},
-		Reason:         reason, Message: msg, Type: typ, Count: 1, FirstTimestamp: at, LastTimestamp: at,
-		Source: corev1.EventSource{Component: "kubelet"},
-	}
+func benchEvent(involved corev1.ObjectReference, typ, reason, msg string, i int) *corev1.Event {
+	ago := time.Duration(i%3600) * time.Second
+	return checktest.Event(involved, typ, reason, msg, checktest.From("kubelet"), checktest.Seen(ago, ago))
 }
+
+func ptrTo[T any](v T) *T { return &v }
