@@ -5,6 +5,9 @@
 // carries a precondition the apiserver enforces (a JSON-patch test, a UID or resourceVersion
 // precondition), so a change made by someone else between the plan and the write makes the write
 // fail instead of acting on an object nobody looked at.
+//
+// The package never prints: the command renders plans and results (pkg/render) and hears of
+// progress through the engine's callbacks (Options.OnStepStarted and friends).
 package fix
 
 import (

@@ -1,4 +1,4 @@
-// Package render prints reports: the JSON and YAML documents of contract.md, and tables for people.
+// Package render prints what the commands show: reports, fix plans, progress and results.
 package render
 
 import (
