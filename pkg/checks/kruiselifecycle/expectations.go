@@ -1,6 +1,7 @@
 package kruiselifecycle
 
 import (
+	_ "embed"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -19,28 +20,18 @@ const ExpectationsUnsatisfiedID = "expectations-unsatisfied"
 // --expectation-timeout (default 5m), read from its Deployment at run time.
 const expectationsThreshold = 5 * time.Minute
 
-type expectationsUnsatisfied struct{}
+//go:embed expectations.md
+var expectationsDoc string
+
+// expectationsUnsatisfied is the expectations-unsatisfied check.
+type expectationsUnsatisfied struct {
+	info checks.Info
+}
 
 // ExpectationsUnsatisfied returns the expectations-unsatisfied check.
-func ExpectationsUnsatisfied() checks.Check { return expectationsUnsatisfied{} }
-
-// Info describes the check and its root causes.
-func (expectationsUnsatisfied) Info() checks.Info {
-	return checks.Info{
-		ID:    ExpectationsUnsatisfiedID,
-		Title: "OpenKruise workloads the controller stopped reconciling",
-		Description: "The CloneSet controller records what it expects to see after each create, delete and update " +
-			"(expectations) and skips every reconcile, before computing status, while one is unsatisfied. If the " +
-			"watch event that would satisfy it is lost, the CloneSet stays frozen: its status no longer matches " +
-			"the pods, spec changes are not observed, and no pod is created or deleted. This check compares the " +
-			"CloneSet's status with the pods it owns and its events, and dates each difference (managedFields of " +
-			"the spec and status writes, pod changes, controller events): a difference older than the threshold " +
-			"means the controller has not reconciled it. A rollout in progress, pods that are not Ready, a paused " +
-			"update or a partition are not findings, because the status still matches the pods. The leader's " +
-			"log, read through pods/log of the Lease holder, names the leaked expectation.\n\n" +
-			"The default threshold is the kruise-manager's --expectation-timeout (5m unless set); --min-age " +
-			"replaces it. Advanced StatefulSets and Advanced DaemonSets keep writing status while their update " +
-			"expectations wait, so a frozen status does not show their leaks; they are not covered.",
+func ExpectationsUnsatisfied() checks.Check {
+	return expectationsUnsatisfied{info: checks.MustDocument(checks.Info{
+		ID:         ExpectationsUnsatisfiedID,
 		Threshold:  expectationsThreshold,
 		RootCauses: expectationsRootCauses(),
 		Needs: []checks.Need{
@@ -50,8 +41,11 @@ func (expectationsUnsatisfied) Info() checks.Info {
 			{Input: snapshot.InputControllers, Optional: true},
 			{Input: snapshot.InputControllerLogs, Optional: true},
 		},
-	}
+	}, expectationsDoc)}
 }
+
+// Info describes the check and its root causes.
+func (c expectationsUnsatisfied) Info() checks.Info { return c.info }
 
 // PodCandidates returns the pods of CloneSets whose status disagrees with their pods in the
 // metadata, so phases are known for the few that may be frozen.
@@ -80,6 +74,7 @@ func expectationCandidates(s *snapshot.Snapshot) []types.UID {
 	return out
 }
 
+// Run reports the CloneSets whose status is frozen past the threshold, each with its root cause.
 func (c expectationsUnsatisfied) Run(s *snapshot.Snapshot, threshold time.Duration) []report.Finding {
 	env := kruiseenv.New(s)
 	th := effectiveThreshold(s, threshold, expectationsThreshold, env.ExpectationTimeout())

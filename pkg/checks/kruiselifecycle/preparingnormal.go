@@ -1,6 +1,7 @@
 package kruiselifecycle
 
 import (
+	_ "embed"
 	"sort"
 	"time"
 
@@ -19,24 +20,21 @@ const StuckPreparingNormalID = "stuck-preparing-normal"
 
 const preparingNormalThreshold = 10 * time.Minute
 
-type stuckPreparingNormal struct{}
+//go:embed preparingnormal.md
+var preparingNormalDoc string
+
+// stuckPreparingNormal is the stuck-preparing-normal check.
+type stuckPreparingNormal struct {
+	info checks.Info
+	// expectations describes expectations-unsatisfied, whose verdict this check reports for
+	// pods of frozen workloads.
+	expectations checks.Info
+}
 
 // StuckPreparingNormal returns the stuck-preparing-normal check.
-func StuckPreparingNormal() checks.Check { return stuckPreparingNormal{} }
-
-// Info describes the check and its root causes.
-func (stuckPreparingNormal) Info() checks.Info {
-	return checks.Info{
-		ID:    StuckPreparingNormalID,
-		Title: "OpenKruise pods stuck in PreparingNormal",
-		Description: "CloneSet and Advanced StatefulSet pods start in the lifecycle state PreparingNormal " +
-			"(label lifecycle.apps.kruise.io/state). On a reconcile the controller moves a pod to Normal when the " +
-			"workload has no spec.lifecycle.preNormal hook, or when every finalizer the hook lists is on the pod and " +
-			"every label it lists has exactly the given value; readiness is never required. A pod in PreparingNormal " +
-			"is unavailable. This check reports pods that stay PreparingNormal longer than the threshold (from the " +
-			"lifecycle.apps.kruise.io/timestamp annotation, else the pod's creation) and decides why, in this order: " +
-			"the manager is down, the workload's expectations block it, the hook is not satisfied, a known kruise " +
-			"bug or behaviour of the running version, or a reconcile that simply never came.",
+func StuckPreparingNormal() checks.Check {
+	return stuckPreparingNormal{info: checks.MustDocument(checks.Info{
+		ID:         StuckPreparingNormalID,
 		Threshold:  preparingNormalThreshold,
 		RootCauses: preparingNormalRootCauses(),
 		Needs: []checks.Need{
@@ -46,8 +44,11 @@ func (stuckPreparingNormal) Info() checks.Info {
 			{Input: snapshot.InputControllers, Optional: true},
 			{Input: snapshot.InputControllerLogs, Optional: true},
 		},
-	}
+	}, preparingNormalDoc), expectations: ExpectationsUnsatisfied().Info()}
 }
+
+// Info describes the check and its root causes.
+func (c stuckPreparingNormal) Info() checks.Info { return c.info }
 
 // PodCandidates selects, from the metadata-only pod list, the pods labelled PreparingNormal that
 // an OpenKruise workload controls, plus the pods the expectations verdict needs in full.
@@ -64,6 +65,7 @@ func (stuckPreparingNormal) PodCandidates(s *snapshot.Snapshot) []types.UID {
 	return append(out, expectationCandidates(s)...)
 }
 
+// Run reports the pods PreparingNormal for longer than the threshold, each with its root cause.
 func (c stuckPreparingNormal) Run(s *snapshot.Snapshot, threshold time.Duration) []report.Finding {
 	info := c.Info()
 	env := kruiseenv.New(s)

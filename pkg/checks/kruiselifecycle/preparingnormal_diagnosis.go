@@ -49,7 +49,7 @@ func (c stuckPreparingNormal) diagnose(env *kruiseenv.Env, frozen map[types.UID]
 	// 2. The workload itself is not reconciled.
 	if w != nil {
 		if v, ok := frozen[w.UID]; ok {
-			wf := expectationsFinding(ExpectationsUnsatisfied().Info(), env, v)
+			wf := expectationsFinding(c.expectations, env, v)
 			f.RootCause = RootCauseWorkloadExpectationsBlock
 			f.Message = fmt.Sprintf("%s %s/%s is not reconciled (%s finding %s, root cause %s), so nothing refreshes this pod's lifecycle state. Fix the workload first.",
 				w.Kind, w.Namespace, w.Name, ExpectationsUnsatisfiedID, wf.ID, wf.RootCause.ID)

@@ -270,13 +270,13 @@ func TestStuckPreparingNormalCandidates(t *testing.T) {
 		s.Pods = append(s.Pods, &meta)
 	}
 	s.Index()
-	got := stuckPreparingNormal{}.PodCandidates(s)
+	got := StuckPreparingNormal().(checks.PodSelector).PodCandidates(s)
 	if len(got) != 1 || got[0] != stuck.UID {
 		t.Errorf("candidates = %v, want only %s", got, stuck.UID)
 	}
 	// A CloneSet whose status disagrees with its pods has them read in full.
 	w.Status.Replicas = 1
-	got = expectationsUnsatisfied{}.PodCandidates(s)
+	got = ExpectationsUnsatisfied().(checks.PodSelector).PodCandidates(s)
 	if len(got) != 2 {
 		t.Errorf("expectations candidates = %v, want the CloneSet's two pods", got)
 	}

@@ -5,6 +5,7 @@
 package resizepolicy
 
 import (
+	_ "embed"
 	"time"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
@@ -16,26 +17,16 @@ import (
 // ID is the check that compares in-place workloads' pods with their templates.
 const ID = "resize-policy-drift"
 
+//go:embed resizepolicy.md
+var documentation string
+
 // check is the resize-policy-drift check.
-type check struct{}
+type check struct{ info checks.Info }
 
 // New returns the resize-policy-drift check.
-func New() checks.Check { return check{} }
-
-// Info describes the check and its root causes.
-func (check) Info() checks.Info {
-	return checks.Info{
-		ID:    ID,
-		Title: "resizePolicy drift between pods and their in-place workload",
-		Description: "For OpenKruise workloads that update pods in place (CloneSet InPlaceIfPossible/InPlaceOnly, " +
-			"Advanced StatefulSet podUpdatePolicy InPlaceIfPossible/InPlaceOnly, Advanced DaemonSet InPlaceIfPossible), " +
-			"compares every owned pod's containers[].resizePolicy with the workload template (and, for injected sidecars, " +
-			"with the SidecarSet), container by container and resource by resource. An unset entry equals NotRequired, " +
-			"the value the kubelet applies and that v1.27-v1.32 apiservers write on pods with InPlacePodVerticalScaling on; " +
-			"the order of entries does not matter. Pods one workload created from one revision with the same sidecars are " +
-			"alike, so of each such group the oldest pod (and the newest, when they were created more than an hour apart) is " +
-			"read in full, and the whole group when it differs in any way; pods updated in place or named by a failed " +
-			"in-place update are always read.",
+func New() checks.Check {
+	return check{info: checks.MustDocument(checks.Info{
+		ID:         ID,
 		Threshold:  5 * time.Minute,
 		RootCauses: rootCauses(),
 		Needs: []checks.Need{
@@ -45,10 +36,14 @@ func (check) Info() checks.Info {
 			{Input: snapshot.InputEvents, Optional: true},
 			{Input: snapshot.InputSidecarSets, Optional: true},
 		},
-	}
+	}, documentation)}
 }
 
-func (check) Run(s *snapshot.Snapshot, threshold time.Duration) []report.Finding {
+// Info describes the check and its root causes.
+func (c check) Info() checks.Info { return c.info }
+
+// Run compares the pods read in full with their templates and reports drift older than the threshold.
+func (c check) Run(s *snapshot.Snapshot, threshold time.Duration) []report.Finding {
 	var pods []*podDiff
 	for _, w := range inPlaceWorkloads(s) {
 		for _, meta := range ownedPods(s, w) {
@@ -60,7 +55,7 @@ func (check) Run(s *snapshot.Snapshot, threshold time.Duration) []report.Finding
 		}
 	}
 	env := newCluster(s, pods)
-	info := check{}.Info()
+	info := c.Info()
 	var out []report.Finding
 	for _, p := range pods {
 		f, ok := env.diagnose(p)

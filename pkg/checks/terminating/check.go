@@ -5,6 +5,7 @@
 package terminating
 
 import (
+	_ "embed"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -18,24 +19,18 @@ import (
 // ID is the check that finds pods, namespaces and other objects whose deletion does not finish.
 const ID = "stuck-terminating"
 
+//go:embed terminating.md
+var documentation string
+
 // check is the stuck-terminating check. For every object whose deletion is overdue it
 // names who is supposed to finish the deletion (the kubelet, kwok, a finalizer's controller, the
 // namespace controller) and why that one has not.
-type check struct{}
+type check struct{ info checks.Info }
 
 // New returns the stuck-terminating check.
-func New() checks.Check { return check{} }
-
-// Info describes the check and its root causes.
-func (check) Info() checks.Info {
-	return checks.Info{
-		ID:    ID,
-		Title: "Deletion that does not finish",
-		Description: "Pods, namespaces and objects of any other listable resource whose deletion has not finished " +
-			"past deletionTimestamp plus the threshold. The apiserver sets deletionTimestamp to the delete request " +
-			"time plus the grace period, so the threshold counts from the end of the grace period. Each finding " +
-			"names who must finish the deletion (the pod's kubelet, kwok, the controller owning a finalizer, the " +
-			"namespace controller) and the evidence of why it has not.",
+func New() checks.Check {
+	return check{info: checks.MustDocument(checks.Info{
+		ID:         ID,
 		Threshold:  5 * time.Minute,
 		RootCauses: rootCauses(),
 		Needs: []checks.Need{
@@ -50,8 +45,11 @@ func (check) Info() checks.Info {
 			{Input: snapshot.InputClusterAPI, Optional: true},
 			{Input: snapshot.InputKruiseWorkloads, Optional: true},
 		},
-	}
+	}, documentation)}
 }
+
+// Info describes the check and its root causes.
+func (c check) Info() checks.Info { return c.info }
 
 // PodCandidates returns the pods whose full objects the check reads: those being deleted and
 // those OpenKruise is preparing to delete. Both are visible in metadata.

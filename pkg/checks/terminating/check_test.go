@@ -16,7 +16,7 @@ import (
 )
 
 func TestStuckTerminatingInfo(t *testing.T) {
-	info := check{}.Info()
+	info := New().Info()
 	if info.ID != "stuck-terminating" || info.Threshold != 5*time.Minute || info.Title == "" || info.Description == "" {
 		t.Fatalf("info = %+v", info)
 	}
@@ -59,7 +59,7 @@ func TestStuckTerminatingPodCandidates(t *testing.T) {
 	s := w.Snapshot()
 	s.FullPods = nil // the collector asks on the metadata-only snapshot
 	s.Index()
-	got := check{}.PodCandidates(s)
+	got := New().(checks.PodSelector).PodCandidates(s)
 	if len(got) != 2 || got[0] != deleting.UID || got[1] != preparing.UID {
 		t.Errorf("PodCandidates = %v, want %s and %s", got, deleting.UID, preparing.UID)
 	}
@@ -92,11 +92,11 @@ func TestStuckTerminatingCoverageAndIDs(t *testing.T) {
 	}
 	w.Unread = map[snapshot.Input]error{snapshot.InputControllers: errors.New("forbidden: list apps/deployments")}
 	s := w.Snapshot()
-	fs, cov := checks.Run(s, []checks.Check{check{}}, -1)
+	fs, cov := checks.Run(s, []checks.Check{New()}, -1)
 	if len(fs) != 2 || len(cov.Degraded) != 1 || cov.Degraded[0].Check != ID || len(cov.Skipped) != 0 {
 		t.Fatalf("findings %d, coverage %+v", len(fs), cov)
 	}
-	again, _ := checks.Run(s, []checks.Check{check{}}, -1)
+	again, _ := checks.Run(s, []checks.Check{New()}, -1)
 	if fs[0].ID != again[0].ID || fs[0].ID == fs[1].ID {
 		t.Errorf("IDs not stable or not distinct: %s %s %s", fs[0].ID, again[0].ID, fs[1].ID)
 	}
@@ -106,7 +106,7 @@ func TestStuckTerminatingCoverageAndIDs(t *testing.T) {
 		}
 	}
 	w.Unread = map[snapshot.Input]error{snapshot.InputPods: errors.New("forbidden: list pods")}
-	if _, cov := checks.Run(w.Snapshot(), []checks.Check{check{}}, -1); len(cov.Skipped) != 1 {
+	if _, cov := checks.Run(w.Snapshot(), []checks.Check{New()}, -1); len(cov.Skipped) != 1 {
 		t.Errorf("pods Unread: coverage %+v, want the check skipped", cov)
 	}
 }

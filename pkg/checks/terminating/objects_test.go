@@ -175,7 +175,7 @@ func TestStuckTerminatingObjects(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			fs := check{}.Run(c.world().Snapshot(), 5*time.Minute)
+			fs := New().Run(c.world().Snapshot(), 5*time.Minute)
 			expect(t, fs, "target", c.want)
 		})
 	}

@@ -378,7 +378,7 @@ func TestStuckTerminatingPods(t *testing.T) {
 			case c.threshold > 0:
 				th = c.threshold
 			}
-			fs := check{}.Run(c.world(t).Snapshot(), th)
+			fs := New().Run(c.world(t).Snapshot(), th)
 			expect(t, fs, "target", c.want)
 		})
 	}
