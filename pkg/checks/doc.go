@@ -41,15 +41,21 @@ func Document(info Info, markdown string) (Info, error) {
 	return info, nil
 }
 
-// MustDocument is Document for documentation embedded in the binary, where an error is a
-// mistake every test run shows.
-func MustDocument(info Info, markdown string) Info {
+// Documented is embedded by a check to serve the Info it was documented with when it was built.
+type Documented struct{ info Info }
+
+// Describe documents info with its Markdown (see Document) for a check to embed. The Markdown is
+// embedded in the binary, so an error is a mistake every test run shows: it panics.
+func Describe(info Info, markdown string) Documented {
 	info, err := Document(info, markdown)
 	if err != nil {
 		panic(err)
 	}
-	return info
+	return Documented{info: info}
 }
+
+// Info describes the check and its root causes.
+func (d Documented) Info() Info { return d.info }
 
 type section struct {
 	title      string

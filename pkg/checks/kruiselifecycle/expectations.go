@@ -1,7 +1,6 @@
 package kruiselifecycle
 
 import (
-	_ "embed"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -13,24 +12,16 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
-// ExpectationsUnsatisfiedID is the check's ID.
-const ExpectationsUnsatisfiedID = "expectations-unsatisfied"
-
 // expectationsThreshold is the check's default threshold; it stands for the manager's
 // --expectation-timeout (default 5m), read from its Deployment at run time.
 const expectationsThreshold = 5 * time.Minute
 
-//go:embed expectations.md
-var expectationsDoc string
-
 // expectationsUnsatisfied is the expectations-unsatisfied check.
-type expectationsUnsatisfied struct {
-	info checks.Info
-}
+type expectationsUnsatisfied struct{ checks.Documented }
 
 // ExpectationsUnsatisfied returns the expectations-unsatisfied check.
 func ExpectationsUnsatisfied() checks.Check {
-	return expectationsUnsatisfied{info: checks.MustDocument(checks.Info{
+	return expectationsUnsatisfied{checks.Describe(checks.Info{
 		ID:         ExpectationsUnsatisfiedID,
 		Threshold:  expectationsThreshold,
 		RootCauses: expectationsRootCauses(),
@@ -43,9 +34,6 @@ func ExpectationsUnsatisfied() checks.Check {
 		},
 	}, expectationsDoc)}
 }
-
-// Info describes the check and its root causes.
-func (c expectationsUnsatisfied) Info() checks.Info { return c.info }
 
 // PodCandidates returns the pods of CloneSets whose status disagrees with their pods in the
 // metadata, so phases are known for the few that may be frozen.

@@ -2,6 +2,8 @@ package kruiselifecycle
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -92,12 +94,7 @@ func hookMisses(h *kruise.LifecycleHook, p *metav1.ObjectMeta) []string {
 			out = append(out, line)
 		}
 	}
-	keys := make([]string, 0, len(h.LabelsHandler))
-	for k := range h.LabelsHandler {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(h.LabelsHandler)) {
 		want := h.LabelsHandler[k]
 		got, ok := p.Labels[k]
 		switch {
@@ -124,12 +121,7 @@ func hookSatisfied(h *kruise.LifecycleHook, p *metav1.ObjectMeta) []string {
 		}
 		out = append(out, line)
 	}
-	keys := make([]string, 0, len(h.LabelsHandler))
-	for k := range h.LabelsHandler {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(h.LabelsHandler)) {
 		line := checks.Evidencef("preNormal label %s=%q is present", k, h.LabelsHandler[k])
 		if ts := touchers(p, "f:metadata", "f:labels", "f:"+k); len(ts) > 0 {
 			line += checks.Evidencef(" (set by %s)", joinTouchers(ts))

@@ -1,7 +1,6 @@
 package kruiselifecycle
 
 import (
-	_ "embed"
 	"sort"
 	"time"
 
@@ -15,17 +14,11 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
-// StuckPreparingNormalID is the check's ID.
-const StuckPreparingNormalID = "stuck-preparing-normal"
-
 const preparingNormalThreshold = 10 * time.Minute
-
-//go:embed preparingnormal.md
-var preparingNormalDoc string
 
 // stuckPreparingNormal is the stuck-preparing-normal check.
 type stuckPreparingNormal struct {
-	info checks.Info
+	checks.Documented
 	// expectations describes expectations-unsatisfied, whose verdict this check reports for
 	// pods of frozen workloads.
 	expectations checks.Info
@@ -33,7 +26,7 @@ type stuckPreparingNormal struct {
 
 // StuckPreparingNormal returns the stuck-preparing-normal check.
 func StuckPreparingNormal() checks.Check {
-	return stuckPreparingNormal{info: checks.MustDocument(checks.Info{
+	return stuckPreparingNormal{Documented: checks.Describe(checks.Info{
 		ID:         StuckPreparingNormalID,
 		Threshold:  preparingNormalThreshold,
 		RootCauses: preparingNormalRootCauses(),
@@ -46,9 +39,6 @@ func StuckPreparingNormal() checks.Check {
 		},
 	}, preparingNormalDoc), expectations: ExpectationsUnsatisfied().Info()}
 }
-
-// Info describes the check and its root causes.
-func (c stuckPreparingNormal) Info() checks.Info { return c.info }
 
 // PodCandidates selects, from the metadata-only pod list, the pods labelled PreparingNormal that
 // an OpenKruise workload controls, plus the pods the expectations verdict needs in full.

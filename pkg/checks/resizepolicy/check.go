@@ -1,11 +1,6 @@
-// Package resizepolicy holds the resize-policy-drift check: containers[].resizePolicy of the pods
-// of OpenKruise workloads that update in place, compared with the workload template or the
-// SidecarSet, and why a difference stays (an old kruise-manager, an immutable field, apiserver
-// defaulting).
 package resizepolicy
 
 import (
-	_ "embed"
 	"time"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
@@ -14,18 +9,12 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
-// ID is the check that compares in-place workloads' pods with their templates.
-const ID = "resize-policy-drift"
-
-//go:embed resizepolicy.md
-var documentation string
-
 // check is the resize-policy-drift check.
-type check struct{ info checks.Info }
+type check struct{ checks.Documented }
 
 // New returns the resize-policy-drift check.
 func New() checks.Check {
-	return check{info: checks.MustDocument(checks.Info{
+	return check{checks.Describe(checks.Info{
 		ID:         ID,
 		Threshold:  5 * time.Minute,
 		RootCauses: rootCauses(),
@@ -38,9 +27,6 @@ func New() checks.Check {
 		},
 	}, documentation)}
 }
-
-// Info describes the check and its root causes.
-func (c check) Info() checks.Info { return c.info }
 
 // Run compares the pods read in full with their templates and reports drift older than the threshold.
 func (c check) Run(s *snapshot.Snapshot, threshold time.Duration) []report.Finding {

@@ -209,16 +209,8 @@ func (e *cluster) sidecarDrift(f checks.Draft, p *podDiff, cs []*containerDiff) 
 	f.Summary = fmt.Sprintf("sidecar %s resizePolicy differs from SidecarSet %s", cs[0].name, strings.Join(sets, ","))
 	f.Message = fmt.Sprintf("Container %s was injected by SidecarSet %s, which now declares a different resizePolicy; the pod cannot take it in place.",
 		cs[0].name, strings.Join(sets, ","))
-	f.Evidence = e.common(p)
-	for _, c := range cs {
-		f.Evidence = append(f.Evidence, containerLine(c))
-	}
-	if e.recreateHelps() {
-		f.Fixes = []report.Fix{evictFix(p, "the new pod is injected with the SidecarSet's current containers")}
-	} else {
-		f.Evidence = append(f.Evidence, "kruise-manager < v1.7.0 injects sidecars without resizePolicy: a recreated pod would not get it either; upgrade kruise to >= v1.7.0")
-	}
-	return f
+	return e.recreate(f, p, cs, "the new pod is injected with the SidecarSet's current containers",
+		"kruise-manager < v1.7.0 injects sidecars without resizePolicy: a recreated pod would not get it either; upgrade kruise to >= v1.7.0")
 }
 
 func (e *cluster) immutable(f checks.Draft, p *podDiff, cs []*containerDiff) checks.Draft {
@@ -226,14 +218,21 @@ func (e *cluster) immutable(f checks.Draft, p *podDiff, cs []*containerDiff) che
 	f.Summary = fmt.Sprintf("container %s resizePolicy differs from the template and cannot change in place", cs[0].name)
 	f.Message = fmt.Sprintf("The %s template declares a different resizePolicy than pod %s has; a pod update may not change resizePolicy, so the pod keeps its own until it is recreated.",
 		kindName(p.w), p.pod.Name)
+	return e.recreate(f, p, cs, "the new pod gets the template's resizePolicy",
+		"kruise-manager < v1.7.0 creates pods without resizePolicy: a recreated pod would not get the template's either; upgrade kruise to >= v1.7.0")
+}
+
+// recreate completes a finding about containers whose declared policy only a recreated pod can
+// take: it offers eviction when a recreated pod would get that policy, else says why not.
+func (e *cluster) recreate(f checks.Draft, p *podDiff, cs []*containerDiff, evictNote, noHelp string) checks.Draft {
 	f.Evidence = e.common(p)
 	for _, c := range cs {
 		f.Evidence = append(f.Evidence, containerLine(c))
 	}
 	if e.recreateHelps() {
-		f.Fixes = []report.Fix{evictFix(p, "the new pod gets the template's resizePolicy")}
+		f.Fixes = []report.Fix{evictFix(p, evictNote)}
 	} else {
-		f.Evidence = append(f.Evidence, "kruise-manager < v1.7.0 creates pods without resizePolicy: a recreated pod would not get the template's either; upgrade kruise to >= v1.7.0")
+		f.Evidence = append(f.Evidence, noHelp)
 	}
 	return f
 }

@@ -1,11 +1,6 @@
-// Package terminating holds the stuck-terminating check: deletions that do not finish, of pods
-// (node, kubelet, kwok, OpenKruise hooks), namespaces and objects of any other resource (finalizer
-// owners, Cluster API pauses, finalizer re-add races). Each finding names who must finish the
-// deletion and why it has not.
 package terminating
 
 import (
-	_ "embed"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -16,20 +11,14 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
-// ID is the check that finds pods, namespaces and other objects whose deletion does not finish.
-const ID = "stuck-terminating"
-
-//go:embed terminating.md
-var documentation string
-
 // check is the stuck-terminating check. For every object whose deletion is overdue it
 // names who is supposed to finish the deletion (the kubelet, kwok, a finalizer's controller, the
 // namespace controller) and why that one has not.
-type check struct{ info checks.Info }
+type check struct{ checks.Documented }
 
 // New returns the stuck-terminating check.
 func New() checks.Check {
-	return check{info: checks.MustDocument(checks.Info{
+	return check{checks.Describe(checks.Info{
 		ID:         ID,
 		Threshold:  5 * time.Minute,
 		RootCauses: rootCauses(),
@@ -47,9 +36,6 @@ func New() checks.Check {
 		},
 	}, documentation)}
 }
-
-// Info describes the check and its root causes.
-func (c check) Info() checks.Info { return c.info }
 
 // PodCandidates returns the pods whose full objects the check reads: those being deleted and
 // those OpenKruise is preparing to delete. Both are visible in metadata.

@@ -2,8 +2,8 @@ package terminating
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -46,7 +46,7 @@ func (a *analysis) kruisePreDelete(p *corev1.Pod, since time.Time) (checks.Draft
 			fins = append(fins, f)
 		}
 	}
-	for _, k := range sortedKeys(hook.LabelsHandler) {
+	for _, k := range slices.Sorted(maps.Keys(hook.LabelsHandler)) {
 		if v, ok := p.Labels[k]; ok && v == hook.LabelsHandler[k] {
 			labels = append(labels, k+"="+v)
 		}
@@ -94,18 +94,9 @@ func (a *analysis) kruisePreDelete(p *corev1.Pod, since time.Time) (checks.Draft
 	}, true
 }
 
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 func joinLabels(m map[string]string) string {
 	var parts []string
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, k+": "+m[k])
 	}
 	return strings.Join(parts, ", ")

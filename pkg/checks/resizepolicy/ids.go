@@ -5,6 +5,9 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
+// ID is the check that compares in-place workloads' pods with their templates.
+const ID = "resize-policy-drift"
+
 // Root causes of resize-policy-drift (contract.md).
 const (
 	RootCauseKruiseDropsResizePolicy  = "kruise-drops-resize-policy"

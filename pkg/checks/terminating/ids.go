@@ -5,6 +5,9 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
+// ID is the check that finds pods, namespaces and other objects whose deletion does not finish.
+const ID = "stuck-terminating"
+
 // Root causes of stuck-terminating (contract.md).
 const (
 	RootCauseNodeMissing               = "node-missing"

@@ -5,6 +5,12 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
+// StuckPreparingNormalID is the check's ID.
+const StuckPreparingNormalID = "stuck-preparing-normal"
+
+// ExpectationsUnsatisfiedID is the check's ID.
+const ExpectationsUnsatisfiedID = "expectations-unsatisfied"
+
 // Root cause shared by both OpenKruise checks.
 const RootCauseControllerUnavailable = "controller-unavailable"
 
