@@ -1,15 +1,16 @@
-package builtin
+package builtin_test
 
 import (
 	"testing"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/builtin"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fix"
 )
 
 func TestBuiltinChecksAreDocumented(t *testing.T) {
 	ids := map[string]bool{}
-	for _, c := range Checks().All() {
+	for _, c := range builtin.Checks().All() {
 		info := c.Info()
 		if info.ID == "" || info.Title == "" || info.Description == "" || info.Threshold <= 0 || len(info.Needs) == 0 {
 			t.Errorf("check %q is missing its ID, title, description, threshold or inputs", info.ID)
@@ -44,7 +45,7 @@ func TestContractRootCauses(t *testing.T) {
 			"finalizer-readd-race", "namespace-content-remaining", "namespace-discovery-failed"},
 		"resize-policy-drift": {"kruise-drops-resize-policy", "resize-policy-immutable", "sidecar-resize-policy-drift", "benign-defaulting"},
 	}
-	reg := Checks()
+	reg := builtin.Checks()
 	for id, causes := range contract {
 		c, ok := reg.Get(id)
 		if !ok {

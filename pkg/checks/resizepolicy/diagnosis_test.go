@@ -3,105 +3,17 @@ package resizepolicy
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/checktest"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fix"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
-
-// Presets over checktest: in-place workloads and the pods the kruise CloneSet controller creates.
-
-const (
-	oldRev = "web-6b8d7f9c4"
-	newRev = "web-7c9f5d8b6"
-)
-
-// The apiserver's real message for a pod update that drops resizePolicy (v1.37.1), as kruise quotes
-// it in FailedUpdatePodInPlace; the diff after the first line is never shown in evidence.
-const forbidden = "Pod \"%s\" is invalid: spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`," +
-	"`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations)," +
-	"`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)\n" +
-	"@@ -119,12 +119,7 @@\n   \"Env\": [{\"Name\": \"SECRET_TOKEN\", \"Value\": \"s3cr3t\"}],\n-   \"ResizePolicy\": [\n+   \"ResizePolicy\": null,"
-
-// appContainer is the workload's container: requests cpu and memory, like most production containers.
-func appContainer(image string, pol []corev1.ContainerResizePolicy) corev1.Container {
-	return corev1.Container{Name: "app", Image: image, ResizePolicy: pol, Resources: corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}}}
-}
-
-// inPlaceWorkload is a CloneSet (or Advanced StatefulSet) "web" updating pods by updateType, in
-// the middle of a rollout from oldRev to newRev.
-func inPlaceWorkload(t *testing.T, kind, updateType string, tpl []corev1.Container) *kruise.Workload {
-	return checktest.Workload(t, kind, "shop", "web", checktest.Generation(2), checktest.CreatedAgo(48*time.Hour),
-		checktest.Template(tpl...), checktest.UpdateStrategy(updateType),
-		checktest.Status(map[string]any{"observedGeneration": int64(2), "replicas": int64(1), "updateRevision": newRev,
-			"currentRevision": oldRev, "labelSelector": "app=web"}))
-}
-
-// workloadPod is a pod the kruise CloneSet controller created: controller reference with UID,
-// revision and instance labels, lifecycle state, the InPlaceUpdateReady readiness gate.
-func workloadPod(w *kruise.Workload, name, revision string, age time.Duration, cs ...corev1.Container) *corev1.Pod {
-	p := checktest.Pod(w.Namespace, name, checktest.CreatedAgo(age), checktest.OwnedByWorkload(w), checktest.OnNode("node-1"),
-		checktest.Containers(cs...), checktest.Labels(map[string]string{"app": "web", "controller-revision-hash": revision,
-			"apps.kruise.io/cloneset-instance-id": strings.TrimPrefix(name, "web-"), kruise.LabelLifecycleState: kruise.StateNormal}))
-	p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: kruise.ConditionInPlaceReady}}
-	return p
-}
-
-// startedInPlace marks the pod the way kruise does before its in-place update PUT.
-func startedInPlace(p *corev1.Pod, ago time.Duration) *corev1.Pod {
-	checktest.Conditions(corev1.PodCondition{Type: kruise.ConditionInPlaceReady, Status: corev1.ConditionFalse,
-		Reason: "StartInPlaceUpdate", LastTransitionTime: metav1.NewTime(checktest.Ago(ago))})(p)
-	return p
-}
-
-// failedInPlace is kruise's event for a rejected in-place update, on the workload.
-func failedInPlace(w *kruise.Workload, pod string, ago time.Duration, count int32) *corev1.Event {
-	return checktest.Event(checktest.RefTo(w.APIVersion, w.Kind, w), corev1.EventTypeWarning, "FailedUpdatePodInPlace",
-		fmt.Sprintf("failed to update pod %s in-place(revision %s): "+forbidden, pod, newRev, pod),
-		checktest.From("cloneset-controller"), checktest.Count(count), checktest.Seen(ago, time.Minute))
-}
-
-// scene is a case's cluster: apiserver version, kruise-manager version ("" for none) and objects.
-type scene struct {
-	server     string
-	manager    string
-	workloads  []*kruise.Workload
-	pods       []*corev1.Pod
-	events     []*corev1.Event
-	sidecars   []*kruise.SidecarSet
-	metaOnly   bool
-	unreadSets bool
-}
-
-// snapshot builds what the collector would: every pod metadata-only, the candidates in full.
-func (c scene) snapshot() *snapshot.Snapshot {
-	cl := checktest.Cluster{ServerVersion: c.server, Workloads: c.workloads, Events: c.events, SidecarSets: c.sidecars}
-	if c.manager != "" {
-		cl.Deployments = []*appsv1.Deployment{checktest.KruiseManager(c.manager, 1)}
-	}
-	if c.unreadSets {
-		cl.Unread = map[snapshot.Input]error{snapshot.InputSidecarSets: fmt.Errorf("forbidden: list apps.kruise.io/sidecarsets")}
-	}
-	if c.metaOnly {
-		cl.MetaOnlyPods = c.pods
-	} else {
-		cl.Pods = c.pods
-	}
-	return cl.Snapshot()
-}
 
 func TestResizePolicyDriftRootCauses(t *testing.T) {
 	cs := func(t *testing.T, tpl ...corev1.Container) *kruise.Workload {
@@ -448,120 +360,5 @@ func TestResizePolicyDriftRootCauses(t *testing.T) {
 				t.Errorf("message does not say to upgrade kruise: %s", f.RootCause.Message)
 			}
 		})
-	}
-}
-
-func TestResizePolicyDriftPodCandidates(t *testing.T) {
-	inPlace := inPlaceWorkload(t, kruise.KindCloneSet, kruise.UpdateInPlaceOnly, []corev1.Container{appContainer("app:v1", nil)})
-	recreate := inPlaceWorkload(t, kruise.KindCloneSet, kruise.UpdateReCreate, []corev1.Container{appContainer("app:v1", nil)})
-	recreate.Name, recreate.UID = "batch", "uid-batch"
-
-	owned := workloadPod(inPlace, "web-a", newRev, time.Hour)
-	released := workloadPod(inPlace, "web-b", newRev, time.Hour) // labels no longer match the selector
-	released.Labels["app"] = "debug"
-	other := workloadPod(recreate, "batch-a", newRev, time.Hour)
-	notController := workloadPod(inPlace, "web-c", newRev, time.Hour)
-	notController.OwnerReferences[0].Controller = nil
-
-	s := scene{server: "v1.37.1", workloads: []*kruise.Workload{inPlace, recreate},
-		pods: []*corev1.Pod{owned, released, other, notController}, metaOnly: true}.snapshot()
-	got := New().(checks.PodSelector).PodCandidates(s)
-	if len(got) != 1 || got[0] != owned.UID {
-		t.Fatalf("PodCandidates = %v, want only %s", got, owned.UID)
-	}
-}
-
-// A group of pods one revision created is read through its oldest and newest pod, and whole once
-// a sample shows drift; pods updated in place or named by a failed update are always read.
-func TestResizePolicyDriftCandidateSampling(t *testing.T) {
-	w := inPlaceWorkload(t, kruise.KindCloneSet, kruise.UpdateInPlaceIfPossible,
-		[]corev1.Container{appContainer("app:v1", checktest.ResizePolicy("cpu", "NotRequired", "memory", "RestartContainer"))})
-	same := checktest.ResizePolicy("memory", "RestartContainer", "cpu", "NotRequired") // equal, written in another order
-	var pods []*corev1.Pod
-	for i, age := range []time.Duration{3, 9, 1, 5, 7} { // hours; web-1 is the oldest, web-2 the newest
-		pods = append(pods, workloadPod(w, fmt.Sprintf("web-%d", i), newRev, age*time.Hour, appContainer("app:v1", same)))
-	}
-	oldPod := workloadPod(w, "web-old", oldRev, 20*time.Hour, appContainer("app:v1", same))
-	updated := workloadPod(w, "web-upd", newRev, 30*time.Hour, appContainer("app:v1", same))
-	updated.Annotations = map[string]string{kruise.AnnotationInPlaceState: `{"revision":"` + newRev + `"}`}
-	named := workloadPod(w, "web-named", oldRev, 2*time.Hour, appContainer("app:v1", same))
-	all := append(pods, oldPod, updated, named)
-
-	candidates := func(full ...*corev1.Pod) []string {
-		s := scene{server: "v1.37.1", manager: "v1.7.0", workloads: []*kruise.Workload{w}, pods: all, metaOnly: true,
-			events: []*corev1.Event{failedInPlace(w, "web-named", time.Hour, 3)}}.snapshot()
-		s.FullPods = full
-		s.Index()
-		var names []string
-		for _, uid := range New().(checks.PodSelector).PodCandidates(s) {
-			p, _ := s.Pod(uid)
-			names = append(names, p.Name)
-		}
-		sort.Strings(names)
-		return names
-	}
-	want := []string{"web-1", "web-2", "web-named", "web-old", "web-upd"}
-	if got := candidates(); !slices.Equal(got, want) {
-		t.Fatalf("first round = %v, want %v", got, want)
-	}
-	// Samples read in full and equal to the template: the group stays sampled.
-	if got := candidates(pods[1], pods[2], oldPod, updated, named); !slices.Equal(got, want) {
-		t.Errorf("clean samples = %v, want %v", got, want)
-	}
-	// The newest sample differs: its group is read whole, the other group stays sampled.
-	drifted := workloadPod(w, "web-2", newRev, time.Hour, appContainer("app:v1", checktest.ResizePolicy("cpu", "RestartContainer")))
-	want = []string{"web-0", "web-1", "web-2", "web-3", "web-4", "web-named", "web-old", "web-upd"}
-	if got := candidates(pods[1], drifted, oldPod, updated, named); !slices.Equal(got, want) {
-		t.Errorf("drifted sample = %v, want %v", got, want)
-	}
-
-	// Pods created within minutes of each other (one rollout): the oldest stands for them.
-	var rollout []*corev1.Pod
-	for i := range 5 {
-		rollout = append(rollout, workloadPod(w, fmt.Sprintf("web-r%d", i), newRev, 3*time.Hour+time.Duration(i)*time.Minute, appContainer("app:v1", same)))
-	}
-	s := scene{server: "v1.37.1", manager: "v1.7.0", workloads: []*kruise.Workload{w}, pods: rollout, metaOnly: true}.snapshot()
-	if got := New().(checks.PodSelector).PodCandidates(s); len(got) != 1 || got[0] != rollout[4].UID {
-		t.Errorf("one rollout's candidates = %v, want only the oldest pod %s", got, rollout[4].UID)
-	}
-}
-
-func TestResizePolicyDriftInfo(t *testing.T) {
-	info := New().Info()
-	want := []string{RootCauseKruiseDropsResizePolicy, RootCauseResizePolicyImmutable, RootCauseSidecarResizePolicyDrift, RootCauseBenignDefaulting}
-	for _, id := range want {
-		i := slices.IndexFunc(info.RootCauses, func(r checks.RootCause) bool { return r.ID == id })
-		if i < 0 {
-			t.Errorf("root cause %s missing", id)
-			continue
-		}
-		rc := info.RootCauses[i]
-		if rc.Title == "" || rc.Description == "" || len(rc.References) == 0 || rc.Severity == "" {
-			t.Errorf("root cause %s is incomplete: %+v", id, rc)
-		}
-		for _, a := range rc.Actions {
-			if _, ok := fix.NewCatalog().Lookup(a); !ok {
-				t.Errorf("root cause %s names unknown action %s", id, a)
-			}
-		}
-	}
-	sev := map[string]report.Severity{}
-	for _, rc := range info.RootCauses {
-		sev[rc.ID] = rc.Severity
-	}
-	if sev[RootCauseKruiseDropsResizePolicy] != report.SeverityError || sev[RootCauseBenignDefaulting] != report.SeverityInfo {
-		t.Errorf("severities = %v", sev)
-	}
-}
-
-func TestResizePolicyQuoteEvent(t *testing.T) {
-	msg := fmt.Sprintf("failed to update pod p in-place(revision r): "+forbidden, "p")
-	got := quoteEvent(msg)
-	if want := `failed to update pod p in-place(revision r): Pod "p" is invalid: spec: Forbidden: pod updates may not change fields other than ...`; got != want {
-		t.Errorf("quoteEvent = %q, want %q", got, want)
-	}
-	long := strings.Repeat("x", 1000)
-	if got := quoteEvent(long); len(got) > maxQuote+4 {
-		t.Errorf("quote not bounded: %d bytes", len(got))
 	}
 }
