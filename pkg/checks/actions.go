@@ -1,6 +1,6 @@
 package checks
 
-// Fix action IDs (contract.md, "Fix actions"), for checks to propose. pkg/fix implements and
+// Fix action IDs (docs/contract.md, "Fix actions"), for checks to propose. pkg/fix implements and
 // documents each of them (fix.NewCatalog).
 const (
 	ActionRequeueWorkload         = "requeue-workload"

@@ -17,7 +17,7 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fix"
 )
 
-// Exit codes (contract.md).
+// Exit codes (docs/contract.md).
 const (
 	ExitOK       = 0
 	ExitFailure  = 1

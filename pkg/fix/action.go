@@ -14,7 +14,7 @@ import (
 // FieldManager names the plugin in managedFields of the objects it patches.
 const FieldManager = "kubectl-workloaddoctor"
 
-// Action is one fix action (contract.md, "Fix actions"). Each lives in its own file, with its
+// Action is one fix action (docs/contract.md, "Fix actions"). Each lives in its own file, with its
 // documentation; NewCatalog lists them.
 type Action interface {
 	// Doc is the action's ID, its description for people and its default risk.
@@ -33,7 +33,7 @@ type Action interface {
 	Verify(ctx context.Context, env *Env, s *Step, o *Outcome)
 }
 
-// Params of the actions (briefing: fix params conventions).
+// Params of the actions (docs/contract.md, "Fix action parameters").
 const (
 	ParamFinalizer      = "finalizer"
 	ParamLeaseNamespace = "leaseNamespace"

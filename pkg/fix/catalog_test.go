@@ -7,7 +7,7 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
 )
 
-// TestCatalog keeps the catalog in step with the action IDs checks propose (contract.md, "Fix
+// TestCatalog keeps the catalog in step with the action IDs checks propose (docs/contract.md, "Fix
 // actions"): each is implemented and documented, and nothing else is.
 func TestCatalog(t *testing.T) {
 	cat := NewCatalog()

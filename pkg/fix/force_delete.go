@@ -8,13 +8,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/terminating"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
-// forceDeleteRootCauses are the only root causes force-delete may act on (contract.md): the pod's
+// forceDeleteRootCauses are the only root causes force-delete may act on (docs/contract.md): the pod's
 // node is gone, or NotReady past the threshold. Anywhere else the kubelet may still be running
 // the containers and a grace-0 delete would let a replacement run next to them.
-var forceDeleteRootCauses = map[string]bool{"node-missing": true, "node-not-ready": true}
+var forceDeleteRootCauses = map[string]bool{terminating.RootCauseNodeMissing: true, terminating.RootCauseNodeNotReady: true}
 
 // forceDelete deletes a pod with grace period 0 and uid and resourceVersion preconditions.
 func forceDelete() podRemoval {
@@ -24,7 +25,7 @@ func forceDelete() podRemoval {
 			Preconditions: "the pod's node is missing, or NotReady past the threshold; the pod UID is unchanged"},
 		allow: func(f report.Finding) error {
 			if !forceDeleteRootCauses[f.RootCause.ID] {
-				return fmt.Errorf("force-delete applies only to node-missing or node-not-ready findings, not %s", f.RootCause.ID)
+				return fmt.Errorf("force-delete applies only to %s or %s findings, not %s", terminating.RootCauseNodeMissing, terminating.RootCauseNodeNotReady, f.RootCause.ID)
 			}
 			return nil
 		},

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/yaml"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/terminating"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
@@ -195,7 +196,7 @@ func tableRows(fs []report.Finding, r *report.Report, wide, colored bool) [][]st
 }
 
 // nodeRootCauses are the root causes that are about a pod's node, not the pod itself.
-var nodeRootCauses = map[string]bool{"node-missing": true, "node-not-ready": true}
+var nodeRootCauses = map[string]bool{terminating.RootCauseNodeMissing: true, terminating.RootCauseNodeNotReady: true}
 
 type nodeGroup struct {
 	first report.Finding

@@ -31,7 +31,7 @@ import (
 // the plugin binary scans and fixes it.
 //
 // kwok runs with pod stages the project writes: kwok before v0.8 clears every finalizer when it
-// deletes a pod (domain.md, "KWOK"), which no kubelet does. These stages behave like a kubelet:
+// deletes a pod (docs/domain.md, "KWOK"), which no kubelet does. These stages behave like a kubelet:
 // a pod being deleted is deleted with grace period 0 once "its containers stopped", and any
 // finalizer stays for its owner to remove.
 

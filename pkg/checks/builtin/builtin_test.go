@@ -32,7 +32,7 @@ func TestBuiltinChecksAreDocumented(t *testing.T) {
 	}
 }
 
-// TestContractRootCauses keeps the registry in step with contract.md: every check and root-cause
+// TestContractRootCauses keeps the registry in step with docs/contract.md: every check and root-cause
 // ID a runbook may depend on is registered.
 func TestContractRootCauses(t *testing.T) {
 	contract := map[string][]string{

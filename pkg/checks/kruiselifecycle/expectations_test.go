@@ -23,7 +23,7 @@ func normalPods(w *kruise.Workload, n int, hash string, age time.Duration) []*co
 	return out
 }
 
-// The frozen CloneSet observed with the real v1.7.0 after a lost watch event (domain.md): scaled
+// The frozen CloneSet observed with the real v1.7.0 after a lost watch event (docs/domain.md): scaled
 // from 1 to 3, but the status stayed at observedGeneration 2, replicas 1, and no pod was created.
 func leakedCloneSet() cloneSetCase {
 	return cloneSetCase{name: "demo", replicas: 3, generation: 3, status: checktest.CloneSetStatus(2, 1, 1, "demo-5d4f8b7c9", "demo-5d4f8b7c9"),

@@ -14,7 +14,7 @@ const ExpectationsUnsatisfiedID = "expectations-unsatisfied"
 // Root cause shared by both OpenKruise checks.
 const RootCauseControllerUnavailable = "controller-unavailable"
 
-// Root causes of stuck-preparing-normal (contract.md).
+// Root causes of stuck-preparing-normal (docs/contract.md).
 const (
 	RootCausePreNormalHookPending      = "prenormal-hook-pending"
 	RootCausePreNormalEventDropped     = "prenormal-event-dropped"
@@ -24,7 +24,7 @@ const (
 	RootCauseWorkloadExpectationsBlock = "workload-expectations-blocked"
 )
 
-// Root causes of expectations-unsatisfied (contract.md).
+// Root causes of expectations-unsatisfied (docs/contract.md).
 const (
 	RootCauseScaleExpectationsLeaked  = "scale-expectations-leaked"
 	RootCauseUpdateExpectationsLeaked = "update-expectations-leaked"

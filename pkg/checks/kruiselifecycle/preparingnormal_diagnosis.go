@@ -15,7 +15,7 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
-// diagnose decides the root cause of one stuck pod, in the order the issue fixes.
+// diagnose decides the root cause of one stuck pod, in the order of docs/contract.md, "Checks and root causes".
 func (c stuckPreparingNormal) diagnose(env *kruiseenv.Env, frozen map[types.UID]*frozenWorkload, p *corev1.Pod, w *kruise.Workload,
 	since time.Time, sinceSource string) checks.Draft {
 	s := env.Snapshot

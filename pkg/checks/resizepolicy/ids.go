@@ -8,7 +8,7 @@ import (
 // ID is the check that compares in-place workloads' pods with their templates.
 const ID = "resize-policy-drift"
 
-// Root causes of resize-policy-drift (contract.md).
+// Root causes of resize-policy-drift (docs/contract.md).
 const (
 	RootCauseKruiseDropsResizePolicy  = "kruise-drops-resize-policy"
 	RootCauseResizePolicyImmutable    = "resize-policy-immutable"

@@ -17,7 +17,7 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
-// Cluster API names (domain.md, "Stuck deletion").
+// Cluster API names (docs/domain.md, "Stuck deletion").
 const (
 	capiGroup             = "cluster.x-k8s.io"
 	capiPausedAnnotation  = "cluster.x-k8s.io/paused"

@@ -8,7 +8,7 @@ import (
 // ID is the check that finds pods, namespaces and other objects whose deletion does not finish.
 const ID = "stuck-terminating"
 
-// Root causes of stuck-terminating (contract.md).
+// Root causes of stuck-terminating (docs/contract.md).
 const (
 	RootCauseNodeMissing               = "node-missing"
 	RootCauseNodeNotReady              = "node-not-ready"

@@ -16,7 +16,7 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
-// KWOK names (domain.md, "KWOK").
+// KWOK names (docs/domain.md, "KWOK").
 const (
 	kwokFinalizer      = "kwok.x-k8s.io/fake"
 	kwokNodeAnnotation = "kwok.x-k8s.io/node"
