@@ -5,6 +5,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -39,6 +40,10 @@ type FixOptions struct {
 	Yes        bool
 	AuditFile  string
 	Output     string
+	// Wait runs every wave of evictions, waiting up to Timeout for each workload's replacements;
+	// without it only the first wave runs.
+	Wait    bool
+	Timeout time.Duration
 
 	dryRun   fix.DryRun
 	opts     scan.Options
@@ -66,12 +71,23 @@ is refused. Every write carries a precondition the API server enforces (a JSON-p
 finalizer and resourceVersion, a uid precondition), is verified afterwards, and is recorded as an
 Event (reason WorkloadDoctorFix) on the object and, with --audit-file, as one JSON line.
 
---dry-run=client prints the plan only; --dry-run=server sends every write with API dry-run and
-reports what the server said.
+Pods are never evicted faster than their workload allows: an action that takes a serving pod
+away (evict-pod) runs in waves per workload, each taking at most as many Ready pods as the
+workload's own maxUnavailable (its update strategy, defaulted and rounded as its controller does,
+counting the pods this run already evicted), and the next wave waits, up to --timeout, until the
+replacements are Ready. A PodDisruptionBudget still applies through the Eviction API. What the
+budget does not allow in time is reported "deferred", never forced; --wait=false runs only the
+first wave. A pod without a controller is never evicted, and a workload with a single replica is
+refused unless the action is named (--action evict-pod). Ctrl-C stops between waves and reports
+what was done and what was not.
+
+--dry-run=client prints the plan only; --dry-run=server sends every write of the first wave with
+API dry-run and reports what the server said.
 
 Exit codes: 0 every action applied, already resolved or dry run (or nothing to fix); 1 usage error or the tool
 could not run (cluster unreachable, bad report file); 3 at least one action was refused (object
-changed, not confirmed, PodDisruptionBudget) or failed.`,
+changed, not confirmed, PodDisruptionBudget), deferred (the workload's budget did not allow it in
+time) or failed.`,
 		Example: `  # Preview the fixes for the current namespace, then apply them after a prompt
   kubectl workloaddoctor fix --dry-run=client
   kubectl workloaddoctor fix
@@ -84,7 +100,11 @@ changed, not confirmed, PodDisruptionBudget) or failed.`,
   kubectl workloaddoctor fix -n shop --check stuck-terminating --dry-run=server -o json
 
   # Use a finding's second action instead of its default
-  kubectl workloaddoctor fix wd-3f9a1c07be --action force-delete`,
+  kubectl workloaddoctor fix wd-3f9a1c07be --action force-delete
+
+  # Evict only the first wave of each workload now, and wait at most 10m in a later run
+  kubectl workloaddoctor fix -n shop --check resize-policy-drift --wait=false --yes
+  kubectl workloaddoctor fix -n shop --check resize-policy-drift --timeout 10m --yes`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(cmd, args); err != nil {
 				return &ExitError{Code: ExitFailure, Err: err}
@@ -104,6 +124,8 @@ changed, not confirmed, PodDisruptionBudget) or failed.`,
 	fs.BoolVarP(&o.Yes, "yes", "y", false, "Apply without asking (required when stdin is not a terminal).")
 	fs.StringVar(&o.AuditFile, "audit-file", "", "Append one JSON line per action attempted (time, user, action, object, resourceVersions, result).")
 	fs.StringVarP(&o.Output, "output", "o", render.FormatTable, "Output format of the results: "+strings.Join(FixFormats, "|")+".")
+	fs.BoolVar(&o.Wait, "wait", true, "Evict the pods of one workload in waves, waiting for the replacements to be Ready between waves; with --wait=false only the first wave runs and the rest is reported deferred.")
+	fs.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "How long fix waits, in all, for workloads to get their Ready pods back between waves; what the budget does not allow by then is reported deferred.")
 	registerCompletions(cmd, reg)
 	_ = cmd.RegisterFlagCompletionFunc("action", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return actionIDs(cat), cobra.ShellCompDirectiveNoFileComp
@@ -169,6 +191,9 @@ func (o *FixOptions) Validate() error {
 		if o.FromReport == "" && (!contains(o.Checks, o.Check) || contains(o.SkipChecks, o.Check)) {
 			return fmt.Errorf("--check %s is not among the checks this scan runs (--checks/--skip-checks)", o.Check)
 		}
+	}
+	if o.Timeout <= 0 {
+		return fmt.Errorf("invalid --timeout %s: want a positive duration", o.Timeout)
 	}
 	if o.Action != "" {
 		if _, ok := o.cat.Lookup(o.Action); !ok {

@@ -42,6 +42,17 @@ func (o *FixOptions) Run(ctx context.Context) error {
 		planOut = o.ErrOut
 	}
 	render.FixPlan(planOut, steps, results)
+	var clients *fix.Clients
+	if len(steps) > 0 {
+		c, err := o.clients()
+		switch {
+		case err == nil:
+			clients = &c
+			render.FixWaves(planOut, fix.PlanBudgets(ctx, c, o.cat, steps, o.Action))
+		case o.dryRun != fix.DryRunClient:
+			return &ExitError{Code: ExitFailure, Err: err}
+		}
+	}
 
 	meta := fix.DocumentMeta{GeneratedAt: time.Now().UTC().Truncate(time.Second), Context: o.contextName(), DryRun: o.dryRun, Report: o.FromReport}
 	switch {
@@ -59,19 +70,21 @@ func (o *FixOptions) Run(ctx context.Context) error {
 			results = append(results, fix.Refuse(steps, "not confirmed: "+why)...)
 			break
 		}
-		applied, user, err := o.apply(ctx, steps, audit)
-		if err != nil {
-			return &ExitError{Code: ExitFailure, Err: err}
-		}
+		applied, user := o.apply(ctx, *clients, steps, audit)
 		meta.User = user
 		results = append(results, applied...)
+		if ctx.Err() != nil {
+			s := fix.Summarize(applied)
+			fmt.Fprintf(o.ErrOut, "Interrupted: %d applied, %d already resolved, %d refused, %d failed, %d deferred or not attempted; the results say which.\n",
+				s.Applied, s.AlreadyResolved, s.Refused-notAttempted(applied), s.Failed, s.Deferred+notAttempted(applied))
+		}
 	}
 	if err := o.print(meta, results); err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
 	if !fix.AllOK(results) {
 		s := fix.Summarize(results)
-		return &ExitError{Code: ExitRefused, Err: fmt.Errorf("%d of %d action%s refused, %d failed", s.Refused, s.Total, plural(s.Total), s.Failed)}
+		return &ExitError{Code: ExitRefused, Err: fmt.Errorf("%d of %d action%s refused, %d failed, %d deferred", s.Refused, s.Total, plural(s.Total), s.Failed, s.Deferred)}
 	}
 	return nil
 }
@@ -151,26 +164,41 @@ func (o *FixOptions) openAudit() (io.Writer, func(), error) {
 	}, nil
 }
 
-// apply runs the engine.
-func (o *FixOptions) apply(ctx context.Context, steps []*fix.Step, audit io.Writer) ([]fix.Result, string, error) {
+// clients builds the API clients of the plan's budget reads and of the engine.
+func (o *FixOptions) clients() (fix.Clients, error) {
 	cfg, err := o.config.ToRESTConfig()
 	if err != nil {
-		return nil, "", fmt.Errorf("read kubeconfig: %w", err)
+		return fix.Clients{}, fmt.Errorf("read kubeconfig: %w", err)
 	}
-	clients, err := fix.NewClients(cfg)
-	if err != nil {
-		return nil, "", err
-	}
+	return fix.NewClients(cfg)
+}
+
+// apply runs the engine; progress goes to stderr.
+func (o *FixOptions) apply(ctx context.Context, clients fix.Clients, steps []*fix.Step, audit io.Writer) ([]fix.Result, string) {
 	opts := fix.Options{DryRun: o.dryRun, Registry: o.reg, Catalog: o.cat, Settings: o.settings, Audit: audit,
+		NamedAction: o.Action, OneWave: !o.Wait, WaitTimeout: o.Timeout,
 		OnStepStarted: func(i, n int, s *fix.Step) { render.FixStepStarted(o.ErrOut, i, n, s) },
 		OnStepFinished: func(i, n int, s *fix.Step, r fix.Result) {
 			render.FixStepFinished(o.ErrOut, i, n, s, r)
 		},
-		OnWarning: func(msg string) { fmt.Fprintf(o.ErrOut, "warning: %s\n", msg) },
+		OnWaveStarted: func(w fix.WaveStarted) { render.FixWaveStarted(o.ErrOut, w) },
+		OnWaveWaiting: func(w fix.WaveWaiting) { render.FixWaveWaiting(o.ErrOut, w) },
+		OnWarning:     func(msg string) { fmt.Fprintf(o.ErrOut, "warning: %s\n", msg) },
 	}
 	e := fix.NewEngine(clients, opts)
 	results := e.Run(ctx, steps)
-	return results, e.User(), nil
+	return results, e.User()
+}
+
+// notAttempted counts the refusals an interrupt caused.
+func notAttempted(rs []fix.Result) int {
+	n := 0
+	for _, r := range rs {
+		if r.Status == fix.StatusRefused && strings.HasPrefix(r.Reason, "not attempted") {
+			n++
+		}
+	}
+	return n
 }
 
 func (o *FixOptions) print(meta fix.DocumentMeta, results []fix.Result) error {

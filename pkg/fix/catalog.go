@@ -10,6 +10,9 @@ type ActionDoc struct {
 	Preconditions string
 	// Risk is the risk of the action when the finding's fix does not state one.
 	Risk report.Risk
+	// TakesServingPod marks an action that removes a pod that may be serving: fix applies it in
+	// waves within the owning workload's budget (budget.go).
+	TakesServingPod bool
 }
 
 // Catalog is the set of fix actions a build can apply. It is built by NewCatalog and passed to

@@ -56,6 +56,20 @@ type Options struct {
 	// OnWarning, when set, is told what could not be recorded (an Event, an audit line, the
 	// user); the run goes on.
 	OnWarning func(msg string)
+	// OnWaveStarted and OnWaveWaiting, when set, hear of the waves of the steps that take
+	// serving pods away: a wave about to be applied, and a wave waiting for Ready pods.
+	OnWaveStarted func(w WaveStarted)
+	OnWaveWaiting func(w WaveWaiting)
+	// NamedAction is the action the user named (--action): it lifts the refusal of a workload
+	// whose budget allows no pod away (a single replica), which is then fixed one pod at a time.
+	NamedAction string
+	// OneWave applies at most one wave per workload and defers the rest (--wait=false, and the
+	// auditor's cycles); server dry run always does.
+	OneWave bool
+	// WaitTimeout bounds, over the run, the wait for workloads to get their Ready pods back
+	// between waves (default 5m); PollInterval is how often they are read meanwhile (default 2s).
+	WaitTimeout  time.Duration
+	PollInterval time.Duration
 	// ActionTimeout bounds the re-check and the write of one action; VerifyTimeout the wait for its effect.
 	ActionTimeout time.Duration
 	VerifyTimeout time.Duration
@@ -84,6 +98,12 @@ func NewEngine(c Clients, o Options) *Engine {
 	if o.VerifyTimeout <= 0 {
 		o.VerifyTimeout = 10 * time.Second
 	}
+	if o.WaitTimeout <= 0 {
+		o.WaitTimeout = 5 * time.Minute
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = 2 * time.Second
+	}
 	if o.Catalog == nil {
 		o.Catalog = NewCatalog()
 	}
@@ -97,28 +117,54 @@ func NewEngine(c Clients, o Options) *Engine {
 	return &Engine{c: c, o: o, env: env, rv: map[string]string{}}
 }
 
-// Run applies the steps in order and returns one result per step.
+// Run applies the steps and returns one result per step, in plan order. Steps that take serving
+// pods away run after the others, in waves within each workload's budget (waves.go); the rest run
+// in plan order. An interrupt (ctx) stops before the next step or wave; the one under way is
+// finished and recorded.
 func (e *Engine) Run(ctx context.Context, steps []*Step) []Result {
-	results := make([]Result, 0, len(steps))
+	results := make([]Result, len(steps))
+	index := make(map[*Step]int, len(steps))
 	for i, s := range steps {
-		if ctx.Err() != nil {
-			// Interrupted: what is left is not attempted, and says so.
-			results = append(results, Refuse(steps[i:], "not attempted: fix was interrupted ("+ctx.Err().Error()+")")...)
-			break
-		}
-		if e.o.OnStepStarted != nil {
-			e.o.OnStepStarted(i+1, len(steps), s)
-		}
-		r, wrote := e.apply(ctx, s)
+		index[s] = i
+	}
+	put := func(s *Step, r Result, wrote bool) {
 		// The record is left even when interrupted: the write, if any, already happened.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 		e.record(rctx, s, &r, wrote)
 		cancel()
+		results[index[s]] = r
 		if e.o.OnStepFinished != nil {
-			e.o.OnStepFinished(i+1, len(steps), s, r)
+			e.o.OnStepFinished(index[s]+1, len(steps), s, r)
 		}
-		results = append(results, r)
 	}
+	run := func(ctx context.Context, s *Step) Result {
+		if e.o.OnStepStarted != nil {
+			e.o.OnStepStarted(index[s]+1, len(steps), s)
+		}
+		r, wrote := e.apply(ctx, s)
+		put(s, r, wrote)
+		return r
+	}
+	groups := PlanBudgets(ctx, e.c, e.o.Catalog, steps, e.o.NamedAction)
+	grouped := map[*Step]bool{}
+	for _, g := range groups {
+		for _, s := range g.Steps {
+			grouped[s] = true
+		}
+	}
+	for _, s := range steps {
+		switch {
+		case grouped[s]:
+		case ctx.Err() != nil:
+			// Interrupted: what is left is not attempted, and says so.
+			results[index[s]] = Refuse([]*Step{s}, "not attempted: fix was interrupted ("+ctx.Err().Error()+")")[0]
+		default:
+			run(ctx, s)
+		}
+	}
+	// A wave, once started, is finished: Ctrl-C stops between waves.
+	e.runWaves(ctx, groups, func(s *Step) Result { return run(context.WithoutCancel(ctx), s) },
+		func(s *Step, r Result) { put(s, r, false) })
 	return results
 }
 

@@ -15,9 +15,11 @@ import (
 // refusal (429) is reported as it is and never retried.
 func evictPod() podRemoval {
 	return podRemoval{
-		doc: ActionDoc{ID: checks.ActionEvictPod, Title: "Evict the pod", Risk: report.RiskMedium,
-			Description:   "Evicts the pod through the Eviction API, so PodDisruptionBudgets are respected; its controller recreates it from the current template. A PDB refusal is reported, not retried.",
-			Preconditions: "the pod UID is unchanged"},
+		doc: ActionDoc{ID: checks.ActionEvictPod, Title: "Evict the pod", Risk: report.RiskMedium, TakesServingPod: true,
+			Description: "Evicts the pod through the Eviction API, so PodDisruptionBudgets are respected; its controller recreates it from the current template. A PDB refusal is reported, not retried. " +
+				"Pods of one workload are evicted in waves: a wave takes away at most as many Ready pods as the workload's own maxUnavailable allows (its update strategy, defaulted and rounded as its controller does), and the next wave waits until the replacements are Ready. " +
+				"What the budget does not allow within --timeout is reported deferred, never forced; --wait=false runs only the first wave.",
+			Preconditions: "the pod UID is unchanged; the pod has a controller; its workload keeps replicas - maxUnavailable Ready pods, counting the pods this run already evicted; a workload with a single replica (or maxUnavailable 0) only when the action is named with --action evict-pod"},
 		change:               "evict the pod through the policy/v1 Eviction API (PodDisruptionBudgets respected; uid precondition); its controller recreates it",
 		verb:                 "eviction",
 		terminatingIsRemoved: true,

@@ -54,6 +54,9 @@ const (
 	StatusFailed Status = "failed"
 	// StatusDryRun: nothing written on purpose (--dry-run); with server dry-run the server accepted it.
 	StatusDryRun Status = "dry-run"
+	// StatusDeferred: not applied because the workload's disruption budget did not allow it
+	// within --timeout (or --wait=false, or an interrupt, stopped before its wave); nothing written.
+	StatusDeferred Status = "deferred"
 )
 
 // OK reports whether the status lets `fix` exit 0.

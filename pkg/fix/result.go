@@ -92,6 +92,7 @@ type Summary struct {
 	Refused         int `json:"refused"`
 	Failed          int `json:"failed"`
 	DryRun          int `json:"dryRun"`
+	Deferred        int `json:"deferred"`
 }
 
 // Summarize counts results by status.
@@ -109,6 +110,8 @@ func Summarize(rs []Result) Summary {
 			s.Failed++
 		case StatusDryRun:
 			s.DryRun++
+		case StatusDeferred:
+			s.Deferred++
 		}
 	}
 	return s

@@ -32,6 +32,48 @@ func FixPlan(w io.Writer, steps []*fix.Step, unplanned []fix.Result) {
 	}
 }
 
+// FixWaves writes how the steps that take serving pods away will run: per workload, how many
+// pods, how many at a time and where that budget comes from; or why they will not run.
+func FixWaves(w io.Writer, groups []*fix.Group) {
+	if len(groups) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "Disruption budget (pods of one workload are evicted in waves; the next wave waits until the replacements are Ready):")
+	for _, g := range groups {
+		n := len(g.Steps)
+		name := kubectlName(g.Budget.Workload)
+		switch {
+		case g.Failure != "":
+			fmt.Fprintf(w, "  %s: %d pod%s: the budget could not be read, so nothing is evicted blind: %s\n", name, n, plural(n), g.Failure)
+			continue
+		case g.Refusal != "":
+			fmt.Fprintf(w, "  %s: %d pod%s refused: %s\n", name, n, plural(n), g.Refusal)
+			continue
+		}
+		size := int(g.WaveSize())
+		waves := (n + size - 1) / size
+		fmt.Fprintf(w, "  %s: %d pod%s, %d at a time (%d wave%s); maxUnavailable %d from %s; keeps %d of %d replicas Ready\n",
+			name, n, plural(n), size, waves, plural(waves), g.Budget.MaxUnavailable, g.Budget.Source, g.MinReady(), g.Budget.Replicas)
+		if g.Explicit && (g.Budget.Replicas <= 1 || g.Budget.MaxUnavailable < 1) {
+			fmt.Fprintf(w, "     its budget allows no pod away; evicting one at a time because the action was named (--action %s)\n", g.Steps[0].Action)
+		}
+		for _, p := range g.PDBs {
+			fmt.Fprintf(w, "     PodDisruptionBudget %s also applies, through the Eviction API (%d disruption%s allowed now)\n", p.Name, p.DisruptionsAllowed, plural(int(p.DisruptionsAllowed)))
+		}
+	}
+}
+
+// FixWaveStarted writes the progress line of a wave about to be applied.
+func FixWaveStarted(w io.Writer, ev fix.WaveStarted) {
+	fmt.Fprintf(w, "%s: wave %d: %d pod%s (%d Ready, keeps %d)\n", ev.Workload, ev.Wave, ev.Pods, plural(ev.Pods), ev.Ready, ev.MinReady)
+}
+
+// FixWaveWaiting writes the progress line of a workload whose next wave waits for Ready pods.
+func FixWaveWaiting(w io.Writer, ev fix.WaveWaiting) {
+	fmt.Fprintf(w, "%s: waiting for Ready pods before the next wave: %d Ready, keeps %d; %d pod%s left; gives up in %s\n",
+		ev.Workload, ev.Ready, ev.MinReady, ev.Pending, plural(ev.Pending), ev.Left)
+}
+
 // FixStepStarted writes the progress line of step i (1-based) of n, about to be re-checked.
 func FixStepStarted(w io.Writer, i, n int, s *fix.Step) {
 	fmt.Fprintf(w, "[%d/%d] %s %s: re-checking\n", i, n, s.Action, s.Target)
@@ -56,8 +98,8 @@ func FixResults(w io.Writer, rs []fix.Result) error {
 		}
 	}
 	s := fix.Summarize(rs)
-	_, err := fmt.Fprintf(w, "%d action%s: %d applied, %d already resolved, %d refused, %d failed, %d dry run.\n",
-		s.Total, plural(s.Total), s.Applied, s.AlreadyResolved, s.Refused, s.Failed, s.DryRun)
+	_, err := fmt.Fprintf(w, "%d action%s: %d applied, %d already resolved, %d refused, %d failed, %d dry run, %d deferred.\n",
+		s.Total, plural(s.Total), s.Applied, s.AlreadyResolved, s.Refused, s.Failed, s.DryRun, s.Deferred)
 	return err
 }
 

@@ -28,7 +28,7 @@ func TestFixPlanAndResults(t *testing.T) {
 	if err := FixResults(&buf, rs); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"ACTION", "remove-finalizer", "dry-run", "refused", "2 actions: 0 applied, 0 already resolved, 1 refused, 0 failed, 1 dry run."} {
+	for _, want := range []string{"ACTION", "remove-finalizer", "dry-run", "refused", "2 actions: 0 applied, 0 already resolved, 1 refused, 0 failed, 1 dry run, 0 deferred."} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("results lack %q:\n%s", want, buf.String())
 		}
@@ -40,5 +40,39 @@ func TestFixPlanAndResults(t *testing.T) {
 	want := "[1/2] remove-finalizer shop/pod/a: re-checking\n[1/2] remove-finalizer shop/pod/a: applied: removed\n"
 	if buf.String() != want {
 		t.Errorf("progress =\n%s\nwant\n%s", buf.String(), want)
+	}
+}
+
+// TestFixWaves: the plan says, per workload, how many pods go at a time and why, or why none do.
+func TestFixWaves(t *testing.T) {
+	cs := report.ObjectRef{APIVersion: "apps.kruise.io/v1alpha1", Kind: "CloneSet", Namespace: "shop", Name: "inventory", UID: "cs"}
+	dep := report.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "api", UID: "d"}
+	evict := func(name string) *fix.Step {
+		return &fix.Step{Action: "evict-pod", Target: report.ObjectRef{APIVersion: "v1", Kind: "Pod", Namespace: "shop", Name: name}}
+	}
+	groups := []*fix.Group{
+		{Budget: fix.Budget{Workload: cs, Replicas: 2, MaxUnavailable: 1, Source: "its update strategy (maxUnavailable absent: the controller's default 20% of 2, rounded up)"},
+			Steps: []*fix.Step{evict("inventory-a"), evict("inventory-b")}, PDBs: []fix.PDB{{Name: "inventory", DisruptionsAllowed: 1}}},
+		{Budget: fix.Budget{Workload: dep, Replicas: 1, MaxUnavailable: 0, Source: "x"}, Steps: []*fix.Step{evict("api-1")},
+			Refusal: "shop/deployment/api has 1 replica: ... name the action (--action evict-pod) to evict it anyway"},
+		{Budget: fix.Budget{Workload: dep, Replicas: 1, MaxUnavailable: 0, Source: "x"}, Steps: []*fix.Step{evict("api-1")}, Explicit: true},
+	}
+	var buf bytes.Buffer
+	FixWaves(&buf, groups)
+	for _, want := range []string{
+		"cloneset.apps.kruise.io/inventory -n shop: 2 pods, 1 at a time (2 waves); maxUnavailable 1 from its update strategy (maxUnavailable absent: the controller's default 20% of 2, rounded up); keeps 1 of 2 replicas Ready",
+		"PodDisruptionBudget inventory also applies, through the Eviction API (1 disruption allowed now)",
+		"deployment.apps/api -n shop: 1 pod refused: shop/deployment/api has 1 replica",
+		"deployment.apps/api -n shop: 1 pod, 1 at a time (1 wave); maxUnavailable 0 from x; keeps 0 of 1 replicas Ready",
+		"evicting one at a time because the action was named (--action evict-pod)",
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("waves lack %q:\n%s", want, buf.String())
+		}
+	}
+	buf.Reset()
+	FixWaves(&buf, nil)
+	if buf.Len() != 0 {
+		t.Errorf("no group, yet %q", buf.String())
 	}
 }

@@ -520,19 +520,26 @@ func TestFixEngineAgainstAPIServer(t *testing.T) {
 		}
 	})
 
-	t.Run("evict-pod evicts, and a PodDisruptionBudget refusal is reported", func(t *testing.T) {
+	t.Run("evict-pod evicts, a PodDisruptionBudget refusal is reported, a pod without a controller is left alone", func(t *testing.T) {
 		ns := fx.namespace(t, "evict")
 		evict := engineFixes(t, report.Fix{Action: "evict-pod", Risk: report.RiskMedium})
-		free := fx.runningPod(t, enginePod(ns, "free", map[string]string{engineAnnotFixes: evict}))
-		guarded := enginePod(ns, "guarded", map[string]string{engineAnnotFixes: evict})
-		guarded.Labels = map[string]string{"app": "guarded"}
-		guardedPod := fx.runningPod(t, guarded)
+		// Each evicted pod has a sibling Ready pod in a ReplicaSet of 2, so its budget (one pod
+		// at a time) allows it; nothing recreates pods in this cluster.
+		free := fx.runningPod(t, fx.replicaSetPods(t, ns, "free", evict))
+		guardedPod := fx.runningPod(t, fx.replicaSetPods(t, ns, "guarded", evict))
 		fx.blockingPDB(t, ns, "guarded", map[string]string{"app": "guarded"})
+		bare := fx.runningPod(t, enginePod(ns, "bare", map[string]string{engineAnnotFixes: evict}))
 
 		results, _ := fx.run(t, fix.DryRunNone, fx.plan(t, ns))
 		byName := map[string]fix.Result{}
 		for _, r := range results {
 			byName[r.Object.Name] = r
+		}
+		if r := byName["bare"]; r.Status != fix.StatusRefused || !strings.Contains(r.Reason, "no controller") {
+			t.Errorf("pod without a controller: %+v, want refused", r)
+		}
+		if got, err := fx.kube.CoreV1().Pods(ns).Get(t.Context(), "bare", metav1.GetOptions{}); err != nil || got.DeletionTimestamp != nil || got.UID != bare.UID {
+			t.Errorf("the pod without a controller was touched: %v", err)
 		}
 		if r := byName["free"]; r.Status != fix.StatusApplied || !r.Verified {
 			t.Errorf("free pod: %+v, want applied", r)
@@ -568,6 +575,29 @@ func enginePod(ns, name string, annotations map[string]string) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: annotations},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}},
 	}
+}
+
+// replicaSetPods creates a ReplicaSet "name" of 2 replicas and one Ready pod of it without fixes,
+// and returns its pod "name" carrying the fixes, for the caller to create.
+func (fx *engineFixture) replicaSetPods(t *testing.T, ns, name, fixes string) *corev1.Pod {
+	t.Helper()
+	labels := map[string]string{"app": name}
+	rs, err := fx.kube.AppsV1().ReplicaSets(ns).Create(t.Context(), &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.ReplicaSetSpec{Replicas: enginePtr(int32(2)), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create ReplicaSet: %v", err)
+	}
+	owned := func(p *corev1.Pod) *corev1.Pod {
+		p.Labels = labels
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: name, UID: rs.UID, Controller: enginePtr(true)}}
+		return p
+	}
+	fx.runningPod(t, owned(enginePod(ns, name+"-sibling", nil)))
+	return owned(enginePod(ns, name, map[string]string{engineAnnotFixes: fixes}))
 }
 
 func (fx *engineFixture) createPod(t *testing.T, p *corev1.Pod) *corev1.Pod {

@@ -128,7 +128,8 @@ func TestResizePolicyDrift(t *testing.T) {
 		if dropped.ID == "" {
 			t.Skip("no finding to fix: the scan subtest failed")
 		}
-		res := fixOne(t, c.Kubeconfig, 0, "applied", "-n", web.ns, "--min-age", "0s", "--yes", dropped.ID)
+		// A single replica: only evicted when the action is named (the budget test covers the refusal).
+		res := fixOne(t, c.Kubeconfig, 0, "applied", "-n", web.ns, "--min-age", "0s", "--yes", "--action", "evict-pod", dropped.ID)
 		if res.Action != "evict-pod" || res.Object.UID != string(web.pod.UID) {
 			t.Errorf("fix result = %+v", res)
 		}
@@ -152,7 +153,7 @@ func TestResizePolicyDrift(t *testing.T) {
 
 		r, _ := rzScan(t, c.Kubeconfig, api.ns)
 		f := rzFinding(t, r, api.pod.Name, "kruise-drops-resize-policy")
-		res := fixOne(t, c.Kubeconfig, 3, "refused", "-n", api.ns, "--min-age", "0s", "--yes", f.ID)
+		res := fixOne(t, c.Kubeconfig, 3, "refused", "-n", api.ns, "--min-age", "0s", "--yes", "--action", "evict-pod", f.ID)
 		if !strings.Contains(res.Reason, "disruption budget") {
 			t.Errorf("refusal reason %q does not name the disruption budget", res.Reason)
 		}
@@ -184,8 +185,8 @@ func TestResizePolicyDrift(t *testing.T) {
 			[]byte(`{"metadata":{"labels":{"triage":"in-progress"}}}`), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		res := fixOne(t, c.Kubeconfig, 3, "refused", "--from-report", reportFile, "--yes")
-		if res.Action != "evict-pod" {
+		res := fixOne(t, c.Kubeconfig, 3, "refused", "--from-report", reportFile, "--yes", "--action", "evict-pod")
+		if res.Action != "evict-pod" || !strings.Contains(res.Reason, "changed since the plan") {
 			t.Errorf("fix result = %+v", res)
 		}
 		p, err := e.cs.CoreV1().Pods(jobs.ns).Get(t.Context(), jobs.pod.Name, metav1.GetOptions{})
