@@ -93,6 +93,11 @@ type WorkloadStatus struct {
 	CurrentRevision      string              `json:"currentRevision,omitempty"`
 	RawConditions        []WorkloadCondition `json:"conditions,omitempty"`
 	LabelSelector        string              `json:"labelSelector,omitempty"`
+	// DaemonSetHash is an Advanced DaemonSet's update revision: the hash its pods' revision
+	// label carries (it has no updateRevision).
+	DaemonSetHash string `json:"daemonSetHash,omitempty"`
+	// DesiredNumberScheduled is an Advanced DaemonSet's pod count, which a percent partition scales.
+	DesiredNumberScheduled int32 `json:"desiredNumberScheduled,omitempty"`
 }
 
 // WorkloadCondition is a status condition in the loose form Kruise writes.
@@ -118,9 +123,13 @@ type Workload struct {
 	UpdateType string
 	// Paused is true when the update strategy is paused.
 	Paused bool
-	// Partition holds back that many pods on the old revision (CloneSet, Advanced StatefulSet).
+	// Partition holds back that many pods on the old revision (CloneSet, Advanced StatefulSet,
+	// Advanced DaemonSet); a percentage is resolved the way the controller scales it.
 	Partition *int32
-	Status    WorkloadStatus
+	// UnorderedUpdate is true for an Advanced StatefulSet with rollingUpdate.unorderedUpdate: its
+	// partition counts pods rather than ordinals.
+	UnorderedUpdate bool
+	Status          WorkloadStatus
 }
 
 // InPlace reports whether the workload updates pods in place.
@@ -160,9 +169,10 @@ type statefulSetSpec struct {
 	UpdateStrategy struct {
 		Type          string `json:"type"`
 		RollingUpdate *struct {
-			PodUpdatePolicy string `json:"podUpdatePolicy"`
-			Paused          bool   `json:"paused"`
-			Partition       *int32 `json:"partition"`
+			PodUpdatePolicy string          `json:"podUpdatePolicy"`
+			Paused          bool            `json:"paused"`
+			Partition       *int32          `json:"partition"`
+			UnorderedUpdate json.RawMessage `json:"unorderedUpdate"`
 		} `json:"rollingUpdate"`
 	} `json:"updateStrategy"`
 }
@@ -174,8 +184,9 @@ type daemonSetSpec struct {
 	UpdateStrategy struct {
 		Type          string `json:"type"`
 		RollingUpdate *struct {
-			Type   string `json:"type"`
-			Paused bool   `json:"paused"`
+			Type      string       `json:"type"`
+			Paused    bool         `json:"paused"`
+			Partition *intOrString `json:"partition"`
 		} `json:"rollingUpdate"`
 	} `json:"updateStrategy"`
 }
@@ -215,12 +226,11 @@ func WorkloadFromUnstructured(u *unstructured.Unstructured) (*Workload, error) {
 			w.UpdateType = UpdateReCreate
 		}
 		w.Paused = o.Spec.UpdateStrategy.Paused
-		if p := o.Spec.UpdateStrategy.Partition; p != nil {
-			var n int32
-			if json.Unmarshal(*p, &n) == nil {
-				w.Partition = &n
-			}
+		replicas := int32(1)
+		if w.Replicas != nil {
+			replicas = *w.Replicas
 		}
+		w.Partition = cloneSetPartition(o.Spec.UpdateStrategy.Partition, replicas)
 		return w, nil
 	case KindStatefulSet:
 		o, err := decode[statefulSetSpec](u)
@@ -239,6 +249,7 @@ func WorkloadFromUnstructured(u *unstructured.Unstructured) (*Workload, error) {
 			}
 			w.Paused = ru.Paused
 			w.Partition = ru.Partition
+			w.UnorderedUpdate = len(ru.UnorderedUpdate) > 0 && string(ru.UnorderedUpdate) != "null"
 		}
 		return w, nil
 	case KindDaemonSet:
@@ -256,6 +267,7 @@ func WorkloadFromUnstructured(u *unstructured.Unstructured) (*Workload, error) {
 				w.UpdateType = UpdateInPlaceIfPossible
 			}
 			w.Paused = ru.Paused
+			w.Partition = scaledPartition(ru.Partition, o.Status.DesiredNumberScheduled, false)
 		}
 		return w, nil
 	}
