@@ -43,6 +43,8 @@ type Options struct {
 	LogLimitBytes int64
 	// Candidates returns the pods to read in full, given the metadata-only snapshot.
 	Candidates func(*snapshot.Snapshot) []types.UID
+	// Revisions returns the ControllerRevisions to read, asked along with the candidates.
+	Revisions func(*snapshot.Snapshot) []snapshot.RevisionRead
 	// PodAnnotations are the annotations metadata-only pods keep. The others (CNI state,
 	// last-applied configurations, hashes) can outweigh the rest of a pod's metadata and are
 	// dropped while the pod list is decoded.
@@ -83,6 +85,8 @@ type collector struct {
 	podPageSize int64
 	// asked are the candidate pods already read (or found gone), so no later round reads them again.
 	asked map[types.UID]bool
+	// revisionsAsked are the ControllerRevisions already read, by "namespace/name": true once read in full.
+	revisionsAsked map[string]bool
 }
 
 // Collect reads the inputs into a new, indexed snapshot. It fails only when the cluster cannot be
@@ -139,11 +143,15 @@ func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Inp
 				col.unread(snapshot.InputPods, err)
 				break
 			}
-			if read == 0 {
+			if read > 0 {
+				col.snap.Index()
+			}
+			// Revisions are asked for on what the pods read so far show.
+			if col.readRevisions(ctx) == 0 && read == 0 {
 				break
 			}
-			col.snap.Index()
 		}
+		col.readRevisions(ctx)
 	}
 	if want[snapshot.InputControllerLogs] {
 		if err := col.readLogs(ctx); err != nil {

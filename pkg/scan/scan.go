@@ -72,6 +72,7 @@ func Run(ctx context.Context, c collect.Clients, opts Options) (*report.Report, 
 	snap, err := collect.Collect(ctx, c, collect.Options{
 		Scope: opts.Scope, Settings: opts.Settings, PageSize: opts.PageSize,
 		Candidates: candidates(opts.Checks), PodAnnotations: checks.PodAnnotations(opts.Checks),
+		Revisions: checks.Revisions(opts.Checks),
 	}, checks.Needs(opts.Checks))
 	if err != nil {
 		return nil, nil, err

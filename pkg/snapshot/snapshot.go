@@ -47,6 +47,9 @@ const (
 	InputControllers Input = "controllers"
 	// InputControllerLogs is the bounded logs of the kruise-manager leader.
 	InputControllerLogs Input = "controller-logs"
+	// InputControllerRevisions is the ControllerRevisions the checks name once they have seen
+	// the workloads and pods, read one by one.
+	InputControllerRevisions Input = "controller-revisions"
 	// InputClusterAPI is Cluster API Clusters.
 	InputClusterAPI Input = "cluster-api"
 )
@@ -113,7 +116,10 @@ type Snapshot struct {
 	// ControllerPods are the pods of the controllers' Deployments (to find leaders).
 	ControllerPods []*corev1.Pod
 	Workloads      []*kruise.Workload
-	SidecarSets    []*kruise.SidecarSet
+	// Revisions are the ControllerRevisions of OpenKruise workloads that a check asked for (see
+	// checks.RevisionSelector), read by name; one read metadata-only has no Data.
+	Revisions   []*appsv1.ControllerRevision
+	SidecarSets []*kruise.SidecarSet
 	// Objects are objects of other resources that are being deleted.
 	Objects  []Object
 	Clusters []*unstructured.Unstructured
