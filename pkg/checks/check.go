@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
@@ -160,6 +161,11 @@ func Run(s *snapshot.Snapshot, cs []Check, minAge time.Duration) ([]report.Findi
 		info := c.Info()
 		var missing, degraded []string
 		for _, n := range info.Needs {
+			if err, ok := s.Unread[n.Input]; ok && !n.Optional && !retry.Limit(err) && !slices.ContainsFunc(cov.Unread,
+				func(u report.InputNote) bool { return u.Input == string(n.Input) }) {
+				// Not an RBAC limit: the scan did not look there.
+				cov.Unread = append(cov.Unread, report.InputNote{Input: string(n.Input), Reason: err.Error()})
+			}
 			if limit, ok := s.Limits[n.Input]; ok {
 				cov.Notes = append(cov.Notes, report.Note{Check: info.ID, Reason: limit})
 			}

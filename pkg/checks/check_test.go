@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
@@ -113,5 +114,26 @@ func TestRunCoverage(t *testing.T) {
 	}
 	if ok.gotAge != 0 {
 		t.Errorf("--min-age 0s did not override the threshold: %v", ok.gotAge)
+	}
+}
+
+// An input unread for a reason other than a stated limit (RBAC) is named in coverage.Unread, once,
+// when a check detects from it; evidence-only inputs and denials are not.
+func TestRunCoverageUnread(t *testing.T) {
+	a := stub("a", Need{Input: snapshot.InputPods}, Need{Input: snapshot.InputEvents, Optional: true})
+	b := stub("b", Need{Input: snapshot.InputPods}, Need{Input: snapshot.InputNodes})
+	s := &snapshot.Snapshot{Unread: map[snapshot.Input]error{
+		snapshot.InputPods:   errors.New("list pods: Internal error (tried 5 times)"),
+		snapshot.InputEvents: errors.New("list events: Internal error (tried 5 times)"),
+		snapshot.InputNodes:  retry.LimitError("forbidden: list nodes"),
+	}}
+	s.Index()
+	_, cov := Run(s, []Check{a, b}, -1)
+	if len(cov.Unread) != 1 || cov.Unread[0].Input != "pods" || !strings.Contains(cov.Unread[0].Reason, "tried 5 times") {
+		t.Errorf("unread = %+v, want pods only", cov.Unread)
+	}
+	delete(s.Unread, snapshot.InputPods)
+	if _, cov = Run(s, []Check{a, b}, -1); len(cov.Unread) != 0 || len(cov.Degraded) != 1 {
+		t.Errorf("unread %+v, degraded %+v; want no unread input and a degraded by the events", cov.Unread, cov.Degraded)
 	}
 }

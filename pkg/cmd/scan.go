@@ -99,8 +99,16 @@ func newScanCommand(config *genericclioptions.ConfigFlags, streams genericioopti
 		Long: `Reads the cluster once, runs every check on what it read, and prints the findings: each stuck
 object with its root cause, the evidence read from the cluster, and the fixes that may resolve it.
 
-Exit codes: 0 no finding at or above --fail-on; 1 the scan could not run; 2 findings at or
-above --fail-on. Findings go to stdout, progress and warnings to stderr.`,
+Transient faults between the tool and the apiserver (5xx, 429, a reset connection, a body cut
+short, a timeout) are retried with backoff, within --request-timeout when it is set.
+
+Exit codes: 0 the scan read every input its checks detect from and found nothing at or above
+--fail-on; 1 the scan could not run, or an input checks detect from (pods, workloads, nodes,
+objects being deleted, leases) stayed unreadable after the retries, or no check could run: the
+report is still printed, its coverage naming what was not read, whatever it found; 2 findings at
+or above --fail-on. Unreadable evidence (events, controller logs) only marks checks degraded, and
+RBAC limits on part of the scope are stated in coverage; neither changes the exit code. Findings
+go to stdout, progress and warnings to stderr.`,
 		Example: `  # The current namespace, as a table
   kubectl workloaddoctor scan
 
@@ -161,6 +169,10 @@ func (o *ScanOptions) Run(ctx context.Context) error {
 	if err := render.Report(o.Out, r, o.Output, colorEnabled(o.Out, o.NoColor)); err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
+	// A scan that did not look cannot say "healthy", whatever it found.
+	if blind := r.Coverage.Blind(); blind != "" {
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("incomplete scan: %s; the report above says what was not checked", blind)}
+	}
 	sev, _ := failOnSeverity(o.FailOn)
 	if sev != "" && r.AtOrAbove(sev) > 0 {
 		return &ExitError{Code: ExitFindings}
@@ -184,8 +196,11 @@ func runScan(ctx context.Context, config *genericclioptions.ConfigFlags, opts sc
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach the cluster at %s: %w", cfg.Host, err)
 	}
+	// When inputs were unread, the one error line says so instead (see Run).
 	for _, n := range r.Coverage.Skipped {
-		fmt.Fprintf(errOut, "warning: check %s skipped: %s\n", n.Check, n.Reason)
+		if r.Coverage.Blind() == "" {
+			fmt.Fprintf(errOut, "warning: check %s skipped: %s\n", n.Check, n.Reason)
+		}
 	}
 	for _, n := range r.Coverage.Degraded {
 		fmt.Fprintf(errOut, "warning: check %s degraded: %s\n", n.Check, n.Reason)

@@ -74,6 +74,36 @@ type Coverage struct {
 	// Notes are deliberate limits that do not make coverage incomplete, such as Secrets not
 	// being listed because the credentials (rightly) may not list them.
 	Notes []Note `json:"notes"`
+	// Unread are the inputs checks detect from that stayed unreadable after the retries, for a
+	// reason other than RBAC: the scan did not look there, so it cannot vouch for what it did not
+	// find, and `scan` exits 1.
+	Unread []InputNote `json:"unread"`
+}
+
+// InputNote says why an input could not be read.
+type InputNote struct {
+	Input  string `json:"input"`
+	Reason string `json:"reason"`
+}
+
+// Blind says why the scan cannot vouch for what it did not find: an input checks detect from
+// stayed unreadable, or no check could run. It is empty when the scan looked.
+func (c Coverage) Blind() string {
+	if len(c.Unread) > 0 {
+		var in []string
+		for _, u := range c.Unread {
+			in = append(in, u.Input+" ("+u.Reason+")")
+		}
+		return "could not read " + strings.Join(in, ", ")
+	}
+	if len(c.Checks) == 0 && len(c.Skipped) > 0 {
+		var why []string
+		for _, n := range c.Skipped {
+			why = append(why, n.Check+": "+n.Reason)
+		}
+		return "no check could run (" + strings.Join(why, "; ") + ")"
+	}
+	return ""
 }
 
 // Note explains why a check was skipped or degraded.
@@ -210,6 +240,9 @@ func (r *Report) Normalize() {
 	}
 	if r.Coverage.Notes == nil {
 		r.Coverage.Notes = []Note{}
+	}
+	if r.Coverage.Unread == nil {
+		r.Coverage.Unread = []InputNote{}
 	}
 	r.Coverage.Complete = len(r.Coverage.Skipped) == 0 && len(r.Coverage.Degraded) == 0
 }

@@ -73,3 +73,21 @@ func TestAtOrAbove(t *testing.T) {
 		}
 	}
 }
+
+func TestCoverageBlind(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cov  Coverage
+		want string
+	}{
+		{"looked", Coverage{Checks: []string{"a"}}, ""},
+		{"a check skipped for RBAC, another ran", Coverage{Checks: []string{"a"}, Skipped: []Note{{Check: "b", Reason: "forbidden: list nodes"}}}, ""},
+		{"degraded only", Coverage{Checks: []string{"a"}, Degraded: []Note{{Check: "a", Reason: "list events: 500"}}}, ""},
+		{"an input unread", Coverage{Checks: []string{"a"}, Unread: []InputNote{{Input: "pods", Reason: "list pods: 500"}}}, "could not read pods (list pods: 500)"},
+		{"no check ran", Coverage{Checks: []string{}, Skipped: []Note{{Check: "a", Reason: "forbidden: list pods"}}}, "no check could run (a: forbidden: list pods)"},
+	} {
+		if got := tc.cov.Blind(); got != tc.want {
+			t.Errorf("%s: Blind() = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
