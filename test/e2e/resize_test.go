@@ -111,7 +111,7 @@ func TestResizePolicyDrift(t *testing.T) {
 				web.pod.Name, web.rev2, web.pod.Name),
 			"cloneset/web condition FailedUpdate",
 			"pod condition InPlaceUpdateReady=False (reason StartInPlaceUpdate)",
-			fmt.Sprintf("pod is on revision %s, cloneset/web updateRevision is %s", web.rev1, web.rev2),
+			fmt.Sprintf("pod is on revision %s; cloneset/web is rolling out updateRevision %s", web.rev1, web.rev2),
 		)
 		if dropped.Severity != report.SeverityError || len(dropped.Fixes) != 1 || dropped.Fixes[0].Action != "evict-pod" {
 			t.Errorf("severity %s, fixes %+v; want error with evict-pod", dropped.Severity, dropped.Fixes)
@@ -204,6 +204,10 @@ func TestResizePolicyDrift(t *testing.T) {
 		for _, f := range r.Findings {
 			t.Errorf("unexpected finding %s (%s): %s", f.RootCause.ID, f.Object.Name, strings.Join(f.RootCause.Evidence, "\n"))
 		}
+	})
+
+	t.Run("pods a partition keeps on the old revision are judged against that revision", func(t *testing.T) {
+		e.partitionedCloneSet(t)
 	})
 }
 

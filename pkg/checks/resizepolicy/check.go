@@ -24,20 +24,26 @@ func New() checks.Check {
 			{Input: snapshot.InputControllers, Optional: true},
 			{Input: snapshot.InputEvents, Optional: true},
 			{Input: snapshot.InputSidecarSets, Optional: true},
+			{Input: snapshot.InputControllerRevisions, Optional: true},
 		},
 	}, documentation)}
 }
 
 // Run compares the pods read in full with their templates and reports drift older than the threshold.
 func (c check) Run(s *snapshot.Snapshot, threshold time.Duration) []report.Finding {
+	hist := newHistory(s)
 	var pods []*podDiff
 	for _, w := range inPlaceWorkloads(s) {
-		for _, meta := range ownedPods(s, w) {
+		owned := ownedPods(s, w)
+		r := newRollout(w, owned)
+		for _, meta := range owned {
 			pod, full := s.FullPod(meta.UID)
 			if !full {
 				continue
 			}
-			pods = append(pods, comparePod(s, w, pod))
+			if pl := r.place(meta, hist.templateFor(w)); pl.judged() {
+				pods = append(pods, comparePod(s, w, pod, pl))
+			}
 		}
 	}
 	env := newCluster(s, pods)

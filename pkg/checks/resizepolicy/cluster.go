@@ -26,10 +26,11 @@ type cluster struct {
 	mgrOld bool
 	// gate is the InPlacePodVerticalScaling state: "on", "off" or "" (unknown), and why.
 	gate, gateWhy string
+	hist          *history
 }
 
 func newCluster(s *snapshot.Snapshot, pods []*podDiff) *cluster {
-	e := &cluster{s: s}
+	e := &cluster{s: s, hist: newHistory(s)}
 	e.server, e.serverErr = knowledge.ParseVersion(s.ServerVersion)
 	if b, ok := knowledge.LookupBug(knowledge.BehaviourResizeDefaulting); ok {
 		e.defaulting = b.Affected

@@ -70,8 +70,10 @@ type containerDiff struct {
 
 // podDiff is one candidate pod's comparison.
 type podDiff struct {
-	w          *kruise.Workload
-	pod        *corev1.Pod
+	w   *kruise.Workload
+	pod *corev1.Pod
+	// place is where the pod stands in the rollout; its template is what the pod is compared with.
+	place      placement
 	containers []*containerDiff
 	// missingSidecarSets are injected containers whose SidecarSet is not in the snapshot.
 	missingSidecarSets []string
@@ -110,17 +112,18 @@ func (p *podDiff) defaultedOnly() []*containerDiff {
 	return out
 }
 
-// comparePod compares each container of the pod with the workload template, or, for injected
-// sidecars, with the SidecarSet that declares it.
-func comparePod(s *snapshot.Snapshot, w *kruise.Workload, pod *corev1.Pod) *podDiff {
-	p := &podDiff{w: w, pod: pod}
+// comparePod compares each container of the pod with the template of the revision it is judged
+// against (pl.template, never nil), or, for injected sidecars, with the SidecarSet that declares it.
+func comparePod(s *snapshot.Snapshot, w *kruise.Workload, pod *corev1.Pod, pl placement) *podDiff {
+	p := &podDiff{w: w, pod: pod, place: pl}
+	tpl := pl.template
 	injectedList := splitList(pod.Annotations[kruise.AnnotationSidecarInjects])
 	lists := []struct {
 		init     bool
 		pod, tpl []corev1.Container
 	}{
-		{false, pod.Spec.Containers, w.Template.Spec.Containers},
-		{true, pod.Spec.InitContainers, w.Template.Spec.InitContainers},
+		{false, pod.Spec.Containers, tpl.Spec.Containers},
+		{true, pod.Spec.InitContainers, tpl.Spec.InitContainers},
 	}
 	for _, l := range lists {
 		for _, c := range l.pod {
@@ -144,7 +147,7 @@ func comparePod(s *snapshot.Snapshot, w *kruise.Workload, pod *corev1.Pod) *podD
 				}
 			default:
 				if ref, ok := findContainer(l.tpl, c.Name); ok {
-					cr.ref, cr.hasRef, cr.refSource = policyOf(ref.ResizePolicy), true, "template"
+					cr.ref, cr.hasRef, cr.refSource = policyOf(ref.ResizePolicy), true, templateSource(pl)
 				}
 			}
 			if cr.hasRef {
@@ -154,6 +157,15 @@ func comparePod(s *snapshot.Snapshot, w *kruise.Workload, pod *corev1.Pod) *podD
 		}
 	}
 	return p
+}
+
+// templateSource names the template a container is compared with: the workload's own, or an
+// older revision's for a pod the partition keeps.
+func templateSource(pl placement) string {
+	if pl.stand == standKept {
+		return "revision " + pl.revision + " template"
+	}
+	return "template"
 }
 
 // diffPolicies compares two policies resource by resource. differs are the resources whose

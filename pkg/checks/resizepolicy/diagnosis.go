@@ -90,15 +90,18 @@ func quoteEvent(msg string) string {
 	return msg
 }
 
+// diagnose explains a judged pod's difference from its placement's template. A pod the rollout
+// will still update is reported only when an old kruise-manager fails that update.
 func (e *cluster) diagnose(p *podDiff) (checks.Draft, bool) {
 	base := checks.Draft{
 		Object: checks.Ref("v1", "Pod", p.pod),
 		Owner:  workloadRef(p.w),
 		Node:   p.pod.Spec.NodeName,
-		Since:  p.pod.CreationTimestamp.Time,
 	}
+	var sinceLine string
+	base.Since, sinceLine = e.driftSince(p)
 	rejections := rejections(e.s, p.w, p.pod)
-	if e.mgrOld {
+	if e.mgrOld && p.place.stand != standKept {
 		rejected, how := e.dropRejected(p)
 		var seen []rejection
 		if updatePending(p) {
@@ -112,16 +115,25 @@ func (e *cluster) diagnose(p *podDiff) (checks.Draft, bool) {
 			return e.kruiseDrops(base, p, rejected, how, seen, rejections), true
 		}
 	}
+	if p.place.stand == standPending {
+		return checks.Draft{}, false
+	}
 	if cs := p.differing(true); len(cs) > 0 {
-		return e.sidecarDrift(base, p, cs), true
+		return withSince(e.sidecarDrift(base, p, cs), sinceLine), true
 	}
 	if cs := p.differing(false); len(cs) > 0 && e.gate == "on" {
-		return e.immutable(base, p, cs), true
+		return withSince(e.immutable(base, p, cs), sinceLine), true
 	}
 	if cs := p.defaultedOnly(); len(cs) > 0 && e.serverDefaults() {
 		return e.benign(base, p, cs), true
 	}
 	return checks.Draft{}, false
+}
+
+// withSince adds the line that says how the drift was dated.
+func withSince(f checks.Draft, line string) checks.Draft {
+	f.Evidence = append(f.Evidence, line)
+	return f
 }
 
 // updatePending reports whether the pod still waits for an update: it is on an older revision,
@@ -216,9 +228,9 @@ func (e *cluster) sidecarDrift(f checks.Draft, p *podDiff, cs []*containerDiff) 
 func (e *cluster) immutable(f checks.Draft, p *podDiff, cs []*containerDiff) checks.Draft {
 	f.RootCause = RootCauseResizePolicyImmutable
 	f.Summary = fmt.Sprintf("container %s resizePolicy differs from the template and cannot change in place", cs[0].name)
-	f.Message = fmt.Sprintf("The %s template declares a different resizePolicy than pod %s has; a pod update may not change resizePolicy, so the pod keeps its own until it is recreated.",
-		kindName(p.w), p.pod.Name)
-	return e.recreate(f, p, cs, "the new pod gets the template's resizePolicy",
+	f.Message = fmt.Sprintf("The %s template of revision %s, which %s recreates this pod from, declares a different resizePolicy than pod %s has; a pod update may not change resizePolicy, so the pod keeps its own until it is recreated.",
+		kindName(p.w), p.place.revision, kindName(p.w), p.pod.Name)
+	return e.recreate(f, p, cs, "the new pod gets revision "+p.place.revision+"'s resizePolicy",
 		"kruise-manager < v1.7.0 creates pods without resizePolicy: a recreated pod would not get the template's either; upgrade kruise to >= v1.7.0")
 }
 

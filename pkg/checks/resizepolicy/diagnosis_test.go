@@ -47,7 +47,7 @@ func TestResizePolicyDriftRootCauses(t *testing.T) {
 				"inferred: apiserver v1.37.1 does not default resizePolicy, so an update without the field changes every container that carries it: app",
 				`event FailedUpdatePodInPlace on cloneset/web (x12) at 2026-06-12T11:59:00Z: "failed to update pod web-x7k2p in-place(revision web-7c9f5d8b6): Pod \"web-x7k2p\" is invalid: spec: Forbidden: pod updates may not change fields other than ..."; the apiserver's diff changes ResizePolicy`,
 				"pod condition InPlaceUpdateReady=False (reason StartInPlaceUpdate) since 2026-06-12T11:40:00Z: an in-place update started and never completed",
-				"pod is on revision web-6b8d7f9c4, cloneset/web updateRevision is web-7c9f5d8b6: compared with the current template (older revisions are not read)",
+				"pod is on revision web-6b8d7f9c4; cloneset/web is rolling out updateRevision web-7c9f5d8b6 (1 of 1 pods not updated, partition 0): the rollout replaces it",
 				`cloneset/web condition FailedUpdate: "Pod \"web-x7k2p\" is invalid: spec: Forbidden: pod updates may not change fields other than ..."`,
 			},
 			absent: []string{"SECRET_TOKEN", "s3cr3t", "spec.tolerations"},
@@ -144,10 +144,10 @@ func TestResizePolicyDriftRootCauses(t *testing.T) {
 			evidence: []string{"kruise-manager not found", "kruise-manager version unknown"},
 		},
 		{
-			name: "template changed resizePolicy on v1.37: the pod cannot take it in place",
+			name: "pod on the update revision differs from the template on v1.37: the pod cannot take it in place",
 			cluster: func(t *testing.T) scene {
 				w := cs(t, appContainer("app:v1", checktest.ResizePolicy("cpu", "NotRequired", "memory", "RestartContainer")))
-				p := workloadPod(w, "web-x7k2p", oldRev, 2*time.Hour, appContainer("app:v1", checktest.ResizePolicy("cpu", "NotRequired", "memory", "NotRequired")))
+				p := workloadPod(w, "web-x7k2p", newRev, 2*time.Hour, appContainer("app:v1", checktest.ResizePolicy("cpu", "NotRequired", "memory", "NotRequired")))
 				return scene{server: "v1.37.1", manager: "v1.7.0", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p}}
 			},
 			want: RootCauseResizePolicyImmutable, fix: true,
@@ -158,7 +158,7 @@ func TestResizePolicyDriftRootCauses(t *testing.T) {
 			name: "template changed resizePolicy, v1.32 apiserver with the gate on: immutable there too",
 			cluster: func(t *testing.T) scene {
 				w := cs(t, appContainer("app:v1", checktest.ResizePolicy("memory", "RestartContainer")))
-				p := workloadPod(w, "web-x7k2p", oldRev, 2*time.Hour, appContainer("app:v1", defaulted))
+				p := workloadPod(w, "web-x7k2p", newRev, 2*time.Hour, appContainer("app:v1", defaulted))
 				return scene{server: "v1.32.2", manager: "v1.7.0", workloads: []*kruise.Workload{w}, pods: []*corev1.Pod{p}}
 			},
 			want: RootCauseResizePolicyImmutable, fix: true,

@@ -1,7 +1,6 @@
 package resizepolicy
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -63,26 +62,12 @@ func (e *cluster) common(p *podDiff) []string {
 	return ev
 }
 
-// revisionLines say which revision the pod is on. ControllerRevisions are not read, so a pod
-// on an older revision is compared with the workload's current template, and evidence says so.
+// revisionLines say where the pod stands in its workload's rollout, so which revision's
+// template it is compared with.
 func revisionLines(p *podDiff) []string {
-	rev := p.pod.Labels[revisionLabel]
-	upd := p.w.Status.UpdateRevision
-	var out []string
-	switch {
-	case rev != "" && upd != "" && rev != upd:
-		out = append(out, fmt.Sprintf("pod is on revision %s, %s updateRevision is %s: compared with the current template (older revisions are not read)",
-			rev, kindName(p.w), upd))
-	case rev != "" && upd != "":
-		out = append(out, fmt.Sprintf("pod is on %s updateRevision %s", kindName(p.w), upd))
-	}
-	if raw, ok := p.pod.Annotations[kruise.AnnotationInPlaceState]; ok {
-		var st struct {
-			Revision string `json:"revision"`
-		}
-		if json.Unmarshal([]byte(raw), &st) == nil && st.Revision != "" {
-			out = append(out, fmt.Sprintf("annotation %s: last in-place update written for revision %s", kruise.AnnotationInPlaceState, st.Revision))
-		}
+	out := []string{p.place.why()}
+	if st, ok := inPlaceState(p.pod); ok && st.Revision != "" {
+		out = append(out, fmt.Sprintf("annotation %s: last in-place update written for revision %s", kruise.AnnotationInPlaceState, st.Revision))
 	}
 	return out
 }
@@ -141,8 +126,8 @@ func inPlaceCondition(pod *corev1.Pod) (string, time.Time) {
 }
 
 func evictFix(p *podDiff, note string) report.Fix {
-	desc := fmt.Sprintf("Evict pod %s/%s through the Eviction API (PodDisruptionBudgets respected); %s %s recreates it from its current template",
-		p.pod.Namespace, p.pod.Name, p.w.Kind, p.w.Name)
+	desc := fmt.Sprintf("Evict pod %s/%s through the Eviction API (PodDisruptionBudgets respected); %s %s recreates it from revision %s",
+		p.pod.Namespace, p.pod.Name, p.w.Kind, p.w.Name, p.place.revision)
 	if note != "" {
 		desc += "; " + note
 	}

@@ -1,6 +1,7 @@
 package resizepolicy
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/checktest"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
@@ -78,6 +80,7 @@ type scene struct {
 	pods       []*corev1.Pod
 	events     []*corev1.Event
 	sidecars   []*kruise.SidecarSet
+	revisions  []*appsv1.ControllerRevision
 	metaOnly   bool
 	unreadSets bool
 }
@@ -96,5 +99,33 @@ func (c scene) snapshot() *snapshot.Snapshot {
 	} else {
 		cl.Pods = c.pods
 	}
-	return cl.Snapshot()
+	s := cl.Snapshot()
+	s.Revisions = c.revisions
+	return s
+}
+
+// controllerRevision is the ControllerRevision kruise records for a workload's template (CloneSet
+// revision getPatch, Advanced StatefulSet getPatch in v1.9.0): owned by the workload, labelled
+// with the template's labels, the template stored as a patch that replaces spec.template.
+// metaOnly drops the data, as a metadata-only read does.
+func controllerRevision(t *testing.T, w *kruise.Workload, name string, ago time.Duration, metaOnly bool, cs ...corev1.Container) *appsv1.ControllerRevision {
+	t.Helper()
+	tpl := map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web"}},
+		"spec": map[string]any{"containers": checktest.ToUnstructured(cs...)}, "$patch": "replace"}
+	data, err := json.Marshal(map[string]any{"spec": map[string]any{"template": tpl}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl := true
+	cr := &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: name, CreationTimestamp: metav1.NewTime(checktest.Ago(ago)),
+			Labels:          map[string]string{"app": "web"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: w.APIVersion, Kind: w.Kind, Name: w.Name, UID: w.UID, Controller: &ctrl}}},
+		Data:     runtime.RawExtension{Raw: data},
+		Revision: 1,
+	}
+	if metaOnly {
+		cr.Data = runtime.RawExtension{}
+	}
+	return cr
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,28 +19,40 @@ import (
 // upgrade or a new admission webhook between two creations is a matter of days.
 const sampleWindow = time.Hour
 
-// PodCandidates returns the pods of in-place workloads worth reading in full. The pods one
-// workload created from one revision, with the same sidecars injected, have the same containers
-// except for what the apiserver and admission webhooks did when each was created, so the oldest
-// and the newest of such a group stand for it (the oldest alone when all were created within
-// sampleWindow, through the same apiserver). Once they have been read (the collector asks
-// again), a group whose samples differ from the template in any way is read whole. Pods updated
-// in place (created from a revision their labels no longer name) and pods a failed in-place
-// update names are always read.
+// PodCandidates returns the pods of in-place workloads worth reading in full: those the check
+// judges (see placement), and of the pods the rollout will still update only those an old
+// kruise-manager may fail to update. The pods one workload created from one revision, with the
+// same sidecars injected, have the same containers except for what the apiserver and admission
+// webhooks did when each was created, so the oldest and the newest of such a group stand for it
+// (the oldest alone when all were created within sampleWindow, through the same apiserver). Once
+// they have been read (the collector asks again), a group whose samples differ from its template
+// in any way is read whole. Pods updated in place (created from a revision their labels no longer
+// name) and pods a failed in-place update names are always read.
 func (check) PodCandidates(s *snapshot.Snapshot) []types.UID {
 	env := newCluster(s, nil)
 	var out []types.UID
 	for _, w := range inPlaceWorkloads(s) {
 		failed := failedPods(s, w)
-		type groupKey struct{ revision, sidecarHash, injected string }
+		type groupKey struct {
+			revision, sidecarHash, injected string
+			stand                           stand
+		}
 		groups := map[groupKey][]*metav1.ObjectMeta{}
+		place := map[groupKey]placement{}
 		var keys []groupKey
-		for _, p := range ownedPods(s, w) {
+		owned := ownedPods(s, w)
+		r := newRollout(w, owned)
+		for _, p := range owned {
+			pl := r.place(p, env.hist.templateFor(w))
+			if !pl.judged() || (pl.stand == standPending && !env.mgrOld) {
+				continue
+			}
 			if failed[p.Name] || p.Annotations[kruise.AnnotationInPlaceState] != "" {
 				out = append(out, p.UID)
 				continue
 			}
-			k := groupKey{p.Labels[revisionLabel], p.Annotations[kruise.AnnotationSidecarHash], p.Annotations[kruise.AnnotationSidecarInjects]}
+			k := groupKey{p.Labels[revisionLabel], p.Annotations[kruise.AnnotationSidecarHash], p.Annotations[kruise.AnnotationSidecarInjects], pl.stand}
+			place[k] = pl
 			if groups[k] == nil {
 				keys = append(keys, k)
 			}
@@ -56,7 +69,7 @@ func (check) PodCandidates(s *snapshot.Snapshot) []types.UID {
 					newest = p
 				}
 			}
-			if env.sampleDiffers(w, oldest) || env.sampleDiffers(w, newest) {
+			if env.sampleMetaDiffers(w, oldest, place[k]) || env.sampleMetaDiffers(w, newest, place[k]) {
 				for _, p := range g {
 					out = append(out, p.UID)
 				}
@@ -71,15 +84,17 @@ func (check) PodCandidates(s *snapshot.Snapshot) []types.UID {
 	return out
 }
 
-// sampleDiffers reports whether a sample pod, once read in full, shows anything the check could
-// report on its group: a policy that differs or is defaulted, a sidecar whose SidecarSet is
-// missing, or a policy an old kruise-manager would drop.
-func (e *cluster) sampleDiffers(w *kruise.Workload, meta *metav1.ObjectMeta) bool {
+// sampleMetaDiffers is sampleDiffers for a pod that may not have been read in full yet.
+func (e *cluster) sampleMetaDiffers(w *kruise.Workload, meta *metav1.ObjectMeta, pl placement) bool {
 	pod, full := e.s.FullPod(meta.UID)
-	if !full {
-		return false
-	}
-	p := comparePod(e.s, w, pod)
+	return full && e.sampleDiffers(w, pod, pl)
+}
+
+// sampleDiffers reports whether a pod read in full shows anything the check could report on its
+// group: a policy that differs from its placement's template or is defaulted, a sidecar whose
+// SidecarSet is missing, or a policy an old kruise-manager would drop.
+func (e *cluster) sampleDiffers(w *kruise.Workload, pod *corev1.Pod, pl placement) bool {
+	p := comparePod(e.s, w, pod, pl)
 	if len(p.missingSidecarSets) > 0 || (e.mgrOld && len(p.carriesPolicy()) > 0) {
 		return true
 	}

@@ -35,7 +35,9 @@ func TestResizePolicyDriftPodCandidates(t *testing.T) {
 }
 
 // A group of pods one revision created is read through its oldest and newest pod, and whole once
-// a sample shows drift; pods updated in place or named by a failed update are always read.
+// a sample shows drift; pods updated in place are always read. Pods the rollout still has to
+// update (web-old, web-named: off the update revision, no partition) are read only when an old
+// kruise-manager may fail their in-place update, and then always when a failed update names them.
 func TestResizePolicyDriftCandidateSampling(t *testing.T) {
 	w := inPlaceWorkload(t, kruise.KindCloneSet, kruise.UpdateInPlaceIfPossible,
 		[]corev1.Container{appContainer("app:v1", checktest.ResizePolicy("cpu", "NotRequired", "memory", "RestartContainer"))})
@@ -50,8 +52,9 @@ func TestResizePolicyDriftCandidateSampling(t *testing.T) {
 	named := workloadPod(w, "web-named", oldRev, 2*time.Hour, appContainer("app:v1", same))
 	all := append(pods, oldPod, updated, named)
 
+	manager := "v1.7.0"
 	candidates := func(full ...*corev1.Pod) []string {
-		s := scene{server: "v1.37.1", manager: "v1.7.0", workloads: []*kruise.Workload{w}, pods: all, metaOnly: true,
+		s := scene{server: "v1.37.1", manager: manager, workloads: []*kruise.Workload{w}, pods: all, metaOnly: true,
 			events: []*corev1.Event{failedInPlace(w, "web-named", time.Hour, 3)}}.snapshot()
 		s.FullPods = full
 		s.Index()
@@ -63,17 +66,22 @@ func TestResizePolicyDriftCandidateSampling(t *testing.T) {
 		sort.Strings(names)
 		return names
 	}
-	want := []string{"web-1", "web-2", "web-named", "web-old", "web-upd"}
+	want := []string{"web-1", "web-2", "web-upd"}
 	if got := candidates(); !slices.Equal(got, want) {
 		t.Fatalf("first round = %v, want %v", got, want)
 	}
+	manager = "v1.6.3"
+	if got, want := candidates(), []string{"web-1", "web-2", "web-named", "web-old", "web-upd"}; !slices.Equal(got, want) {
+		t.Fatalf("first round with kruise v1.6.3 = %v, want %v", got, want)
+	}
+	manager = "v1.7.0"
 	// Samples read in full and equal to the template: the group stays sampled.
 	if got := candidates(pods[1], pods[2], oldPod, updated, named); !slices.Equal(got, want) {
 		t.Errorf("clean samples = %v, want %v", got, want)
 	}
 	// The newest sample differs: its group is read whole, the other group stays sampled.
 	drifted := workloadPod(w, "web-2", newRev, time.Hour, appContainer("app:v1", checktest.ResizePolicy("cpu", "RestartContainer")))
-	want = []string{"web-0", "web-1", "web-2", "web-3", "web-4", "web-named", "web-old", "web-upd"}
+	want = []string{"web-0", "web-1", "web-2", "web-3", "web-4", "web-upd"}
 	if got := candidates(pods[1], drifted, oldPod, updated, named); !slices.Equal(got, want) {
 		t.Errorf("drifted sample = %v, want %v", got, want)
 	}

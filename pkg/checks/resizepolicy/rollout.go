@@ -1,0 +1,181 @@
+package resizepolicy
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
+)
+
+// A pod's drift matters only where its controller would carry a template to it: evicting a pod
+// gives it the template of the revision the controller recreates it on, and a pod the rollout
+// is about to replace needs nothing. The rules below are the OpenKruise v1.9.0 controllers':
+//
+//   - CloneSet (pkg/controller/cloneset/sync/cloneset_sync_utils.go calculateDiffsWithExpectation,
+//     cloneset_update.go Update): pods off updateRevision are updated while more than `partition`
+//     of them remain; the rest stay. A deleted pod is replaced from currentRevision while fewer
+//     than `partition` pods remain off updateRevision (scaleUpNumOldRevision, then
+//     cloneset_scale.go createPods and core NewVersionedPods), else from updateRevision.
+//   - Advanced StatefulSet (pkg/controller/statefulset/stateful_update_utils.go sortPodsToUpdate,
+//     stateful_set_utils.go isCurrentRevisionNeeded): in order, a pod ranked below `partition`
+//     among the set's pods stays on currentRevision and is recreated on it, the others are
+//     updated; with unorderedUpdate the partition counts pods off updateRevision, as a CloneSet's.
+//   - Advanced DaemonSet (pkg/controller/daemonset/daemonset_controller.go syncNodes): a pod is
+//     always created from the current template, so evicting a pod the partition holds back
+//     would take it past the partition.
+//
+// Surge pods (maxSurge) and pods already being deleted are left out of the counts.
+
+// stand is where a pod stands in its workload's rollout.
+type stand int
+
+const (
+	// standHeld pods are not judged: the user holds them back (paused, or a partition a recreated
+	// pod would skip), or a recreated pod would go back to an older revision.
+	standHeld stand = iota
+	// standUpdated pods are on the update revision and a recreated pod would be too: judged
+	// against the workload's template.
+	standUpdated
+	// standKept pods are held on the current revision by the partition and recreated on it:
+	// judged against that revision's template, when the snapshot has it.
+	standKept
+	// standPending pods are ones the rollout will still update: only a failing in-place update
+	// is reported.
+	standPending
+)
+
+// placement is a pod's stand and the template a recreated pod would get.
+type placement struct {
+	stand stand
+	// revision names the revision a recreated pod would get; template is its pod template, nil
+	// when that revision was not read.
+	revision string
+	template *corev1.PodTemplateSpec
+	// podRev is the revision the pod's label names; r its workload's rollout.
+	podRev string
+	r      *rollout
+}
+
+// rollout is a workload's revisions and the counts its controller decides with.
+type rollout struct {
+	w               *kruise.Workload
+	update, current string
+	partition       int
+	// live are the pods not being deleted; notUpdated those of them off the update revision.
+	live, notUpdated int
+	// rank is, for an Advanced StatefulSet updating in order, each live pod's rank by ordinal.
+	rank map[string]int
+}
+
+func newRollout(w *kruise.Workload, pods []*metav1.ObjectMeta) *rollout {
+	r := &rollout{w: w, update: w.Status.UpdateRevision, current: w.Status.CurrentRevision}
+	if w.Kind == kruise.KindDaemonSet {
+		r.update, r.current = w.Status.DaemonSetHash, ""
+	}
+	if r.current == "" {
+		r.current = r.update
+	}
+	if w.Partition != nil && *w.Partition > 0 {
+		r.partition = int(*w.Partition)
+	}
+	type ordinal struct {
+		name string
+		n    int
+	}
+	var ords []ordinal
+	ordered := w.Kind == kruise.KindStatefulSet && !w.UnorderedUpdate
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		r.live++
+		if p.Labels[revisionLabel] != r.update {
+			r.notUpdated++
+		}
+		if !ordered {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(p.Name, w.Name+"-"); ok {
+			if n, err := strconv.Atoi(rest); err == nil {
+				ords = append(ords, ordinal{p.Name, n})
+			}
+		}
+	}
+	if ordered {
+		sort.Slice(ords, func(i, j int) bool { return ords[i].n < ords[j].n })
+		r.rank = map[string]int{}
+		for i, o := range ords {
+			r.rank[o.name] = i
+		}
+	}
+	return r
+}
+
+// place says where the pod stands; template looks up a revision's pod template.
+func (r *rollout) place(p *metav1.ObjectMeta, template func(revision string) *corev1.PodTemplateSpec) placement {
+	rev := p.Labels[revisionLabel]
+	pl := placement{podRev: rev, r: r}
+	switch {
+	case r.update == "", rev == r.update && r.recreatedOnCurrent(p), rev != r.update && r.w.Paused:
+		// Held: no update revision yet, a recreation that would take the pod back, or a rollout
+		// the user paused.
+	case rev == r.update:
+		pl.stand, pl.revision, pl.template = standUpdated, r.update, &r.w.Template
+	case r.pending(p):
+		pl.stand, pl.revision, pl.template = standPending, r.update, &r.w.Template
+	case r.w.Kind == kruise.KindDaemonSet:
+		// Held by the partition: a recreated pod would take the current template past it.
+	default:
+		pl.stand, pl.revision, pl.template = standKept, r.current, template(r.current)
+	}
+	return pl
+}
+
+// why says, as evidence, why a judged pod is compared with its placement's revision.
+func (pl placement) why() string {
+	r := pl.r
+	kn := kindName(r.w)
+	switch pl.stand {
+	case standUpdated:
+		return fmt.Sprintf("pod is on %s updateRevision %s", kn, r.update)
+	case standPending:
+		return fmt.Sprintf("pod is on revision %s; %s is rolling out updateRevision %s (%d of %d pods not updated, partition %d): the rollout replaces it",
+			pl.podRev, kn, r.update, r.notUpdated, r.live, r.partition)
+	case standKept:
+		return fmt.Sprintf("pod is on revision %s, kept off %s updateRevision %s by partition %d; a recreated pod gets currentRevision %s",
+			pl.podRev, kn, r.update, r.partition, r.current)
+	}
+	return ""
+}
+
+// judged reports whether the check compares the pod at all: a kept pod only once its
+// revision's template has been read.
+func (pl placement) judged() bool { return pl.stand != standHeld && pl.template != nil }
+
+// pending reports whether the rollout will still update a pod off the update revision.
+func (r *rollout) pending(p *metav1.ObjectMeta) bool {
+	if r.rank != nil {
+		rank, ok := r.rank[p.Name]
+		return ok && rank >= r.partition
+	}
+	return r.notUpdated > r.partition
+}
+
+// recreatedOnCurrent reports whether the controller would recreate a pod now on the update
+// revision from the current revision instead.
+func (r *rollout) recreatedOnCurrent(p *metav1.ObjectMeta) bool {
+	if r.current == r.update || r.w.Kind == kruise.KindDaemonSet {
+		return false
+	}
+	if r.rank != nil {
+		rank, ok := r.rank[p.Name]
+		missing := r.w.Replicas != nil && r.live < int(*r.w.Replicas)
+		return !ok || missing || rank < r.partition
+	}
+	return r.notUpdated < r.partition
+}
