@@ -60,7 +60,9 @@ type Outcome struct {
 	ResourceVersionBefore string
 	ResourceVersionAfter  string
 	// Wrote is true when a real (not dry-run) write reached the server and succeeded.
-	Wrote        bool
+	Wrote bool
+	// AnswerLost is true when the answer to the write was lost and the outcome was read back (lost.go).
+	AnswerLost   bool
 	Verified     bool
 	Verification string
 	// written is what Apply wrote, for Verify to look for.

@@ -217,6 +217,7 @@ func (e *Engine) apply(ctx context.Context, s *Step) (Result, bool) {
 	r.Status, r.Reason = o.Status, o.Reason
 	r.ResourceVersionBefore, r.ResourceVersionAfter = o.ResourceVersionBefore, o.ResourceVersionAfter
 	r.Verified, r.Verification = o.Verified, o.Verification
+	r.AnswerLost = o.AnswerLost
 	return r, o.Wrote
 }
 

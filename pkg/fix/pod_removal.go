@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -75,15 +76,41 @@ func (a podRemoval) Apply(ctx context.Context, env *Env, s *Step) Outcome {
 		return o
 	}
 	uid, rv := pod.UID, pod.ResourceVersion
-	if err := a.remove(ctx, env, pod, &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}); err != nil {
-		o := WriteFailure(a.verb, s.Target, err)
-		o.ResourceVersionBefore = rv
-		return o
+	send := func(ctx context.Context) error {
+		return a.remove(ctx, env, pod, &metav1.Preconditions{UID: &uid, ResourceVersion: &rv})
+	}
+	if err := send(ctx); err != nil {
+		// The uid and resourceVersion preconditions guard a second send.
+		return settle(ctx, env, a.verb, s.Target, rv, err, podReadBack(env, pod, func(p *corev1.Pod) bool {
+			return p.ResourceVersion != rv && (a.terminatingIsRemoved && p.DeletionTimestamp != nil ||
+				p.DeletionGracePeriodSeconds != nil && *p.DeletionGracePeriodSeconds == 0)
+		}), send)
 	}
 	if env.DryRun == DryRunServer {
 		return Outcome{Status: StatusDryRun, ResourceVersionBefore: rv, Reason: a.dryRunReason}
 	}
 	return Outcome{Status: StatusApplied, Wrote: true, ResourceVersionBefore: rv, Reason: a.appliedReason}
+}
+
+// podReadBack tells whether a lost removal of pod landed: the pod is gone or replaced, or removed
+// says the pod as read shows the write.
+func podReadBack(env *Env, pod *corev1.Pod, removed func(*corev1.Pod) bool) readBack {
+	return func(ctx context.Context) (landing, string, string, error) {
+		p, err := env.Kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return landed, "", "the pod is gone", nil
+		case err != nil:
+			return 0, "", "", err
+		case p.UID != pod.UID:
+			return landed, "", fmt.Sprintf("the pod is gone; a new pod with the same name replaced it (uid %s)", p.UID), nil
+		case removed(p):
+			return landed, p.ResourceVersion, "the pod is being deleted", nil
+		case p.ResourceVersion == pod.ResourceVersion:
+			return notLanded, p.ResourceVersion, "the pod is still there, unchanged", nil
+		}
+		return moved, p.ResourceVersion, fmt.Sprintf("the pod is still there and changed since (resourceVersion %s, the write expected %s)", p.ResourceVersion, pod.ResourceVersion), nil
+	}
 }
 
 func (a podRemoval) Verify(ctx context.Context, env *Env, s *Step, o *Outcome) {

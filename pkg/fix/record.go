@@ -35,8 +35,10 @@ type AuditRecord struct {
 	ResourceVersionBefore string `json:"resourceVersionBefore"`
 	ResourceVersionAfter  string `json:"resourceVersionAfter"`
 	Result                Status `json:"result"`
-	Reason                string `json:"reason,omitempty"`
-	Verification          string `json:"verification,omitempty"`
+	// AnswerLost: the answer to the write was lost, and Result is what reading the object back showed.
+	AnswerLost   bool   `json:"answerLost,omitempty"`
+	Reason       string `json:"reason,omitempty"`
+	Verification string `json:"verification,omitempty"`
 }
 
 // record leaves the traces of one attempted action: an Event on the object when it was written,
@@ -60,7 +62,7 @@ func (e *Engine) record(ctx context.Context, s *Step, r *Result, wrote bool) {
 	line, err := json.Marshal(AuditRecord{
 		Time: e.o.Now().UTC(), User: user, Action: r.Action, Object: obj, Findings: r.Findings, DryRun: e.o.DryRun,
 		ResourceVersionBefore: r.ResourceVersionBefore, ResourceVersionAfter: r.ResourceVersionAfter,
-		Result: r.Status, Reason: r.Reason, Verification: r.Verification,
+		Result: r.Status, AnswerLost: r.AnswerLost, Reason: r.Reason, Verification: r.Verification,
 	})
 	if err == nil {
 		_, err = e.o.Audit.Write(append(line, '\n'))

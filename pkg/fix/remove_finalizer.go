@@ -71,11 +71,14 @@ func (removeFinalizer) Apply(ctx context.Context, env *Env, s *Step) Outcome {
 	if err != nil {
 		return failed("%v", err)
 	}
-	res, err := ri.Patch(ctx, s.Target.Name, types.JSONPatchType, patch, metav1.PatchOptions{DryRun: env.dryRun(), FieldManager: FieldManager})
+	send := func(ctx context.Context) (*metav1.PartialObjectMetadata, error) {
+		return ri.Patch(ctx, s.Target.Name, types.JSONPatchType, patch, metav1.PatchOptions{DryRun: env.dryRun(), FieldManager: FieldManager})
+	}
+	res, err := send(ctx)
 	if err != nil {
-		o := WriteFailure("patch", s.Target, err)
-		o.ResourceVersionBefore = obj.GetResourceVersion()
-		return o
+		// The test ops guard a second send: it applies only to the object as it was read.
+		return settle(ctx, env, "patch", s.Target, obj.GetResourceVersion(), err, finalizerReadBack(env, s.Target, name, obj.GetResourceVersion()),
+			func(ctx context.Context) error { _, err := send(ctx); return err })
 	}
 	after := slices.Delete(slices.Clone(before), i, i+1)
 	o := Outcome{ResourceVersionBefore: obj.GetResourceVersion(), ResourceVersionAfter: res.GetResourceVersion()}
@@ -105,6 +108,28 @@ func (removeFinalizer) Verify(ctx context.Context, env *Env, s *Step, o *Outcome
 		o.Verification = fmt.Sprintf("finalizer %q is on the object again (its owner re-added it?): finalizers %s", name, list(obj.GetFinalizers()))
 	default:
 		o.Verified, o.Verification = true, fmt.Sprintf("finalizer %q is gone; finalizers %s", name, list(obj.GetFinalizers()))
+	}
+}
+
+// finalizerReadBack tells whether a lost finalizer removal landed: the finalizer is gone, or the
+// object is (its deletion finished).
+func finalizerReadBack(env *Env, ref report.ObjectRef, name, rvBefore string) readBack {
+	return func(ctx context.Context) (landing, string, string, error) {
+		obj, err := readMeta(ctx, env, ref)
+		switch {
+		case err != nil:
+			return 0, "", "", err
+		case obj == nil:
+			return landed, "", "the object is gone: removing the finalizer let its deletion finish", nil
+		case string(obj.GetUID()) != ref.UID:
+			return landed, "", fmt.Sprintf("the object is gone; a new one with the same name exists (uid %s)", obj.GetUID()), nil
+		case !slices.Contains(obj.GetFinalizers(), name):
+			return landed, obj.GetResourceVersion(), fmt.Sprintf("finalizer %q is gone; finalizers %s", name, list(obj.GetFinalizers())), nil
+		case obj.GetResourceVersion() == rvBefore:
+			return notLanded, obj.GetResourceVersion(), fmt.Sprintf("finalizer %q is still on the unchanged object", name), nil
+		}
+		return moved, obj.GetResourceVersion(), fmt.Sprintf("finalizer %q is still on the object, which changed since (resourceVersion %s, the write expected %s)",
+			name, obj.GetResourceVersion(), rvBefore), nil
 	}
 }
 

@@ -65,8 +65,20 @@ func (requeueWorkload) Apply(ctx context.Context, env *Env, s *Step) Outcome {
 	rv := obj.GetResourceVersion()
 	res, err := ri.Patch(ctx, s.Target.Name, types.MergePatchType, patch, metav1.PatchOptions{DryRun: env.dryRun(), FieldManager: FieldManager})
 	if err != nil {
-		o := WriteFailure("patch", s.Target, err)
-		o.ResourceVersionBefore = rv
+		// Not a guarded write: read back, never sent again.
+		o := settle(ctx, env, "patch", s.Target, rv, err, func(ctx context.Context) (landing, string, string, error) {
+			obj, err := readMeta(ctx, env, s.Target)
+			switch {
+			case err != nil:
+				return 0, "", "", err
+			case obj == nil || string(obj.GetUID()) != s.Target.UID:
+				return moved, "", "the workload is gone or was replaced", nil
+			case obj.GetAnnotations()[AnnotationRequeuedAt] == value:
+				return landed, obj.GetResourceVersion(), fmt.Sprintf("annotation %s=%s is there", AnnotationRequeuedAt, value), nil
+			}
+			return notLanded, obj.GetResourceVersion(), fmt.Sprintf("annotation %s is not the value sent", AnnotationRequeuedAt), nil
+		}, nil)
+		o.written = value
 		return o
 	}
 	if env.DryRun == DryRunServer {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -77,13 +78,17 @@ func (restartLeader) Apply(ctx context.Context, env *Env, s *Step) Outcome {
 		return o
 	}
 	uid := pod.UID
-	err = env.Kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
-		Preconditions: &metav1.Preconditions{UID: &uid},
-		DryRun:        env.dryRun(),
-	})
-	if err != nil {
-		o := WriteFailure("delete", s.Target, err)
-		o.Object, o.ResourceVersionBefore = &ref, pod.ResourceVersion
+	send := func(ctx context.Context) error {
+		return env.Kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &uid},
+			DryRun:        env.dryRun(),
+		})
+	}
+	if err = send(ctx); err != nil {
+		// The uid precondition guards a second send.
+		o := settle(ctx, env, "delete", s.Target, pod.ResourceVersion, err,
+			podReadBack(env, pod, func(p *corev1.Pod) bool { return p.DeletionTimestamp != nil }), send)
+		o.Object = &ref
 		return o
 	}
 	o := Outcome{Object: &ref, ResourceVersionBefore: pod.ResourceVersion}

@@ -23,6 +23,9 @@ type Result struct {
 	// ResourceVersionAfter the one the write produced (empty when the object is gone).
 	ResourceVersionBefore string `json:"resourceVersionBefore,omitempty"`
 	ResourceVersionAfter  string `json:"resourceVersionAfter,omitempty"`
+	// AnswerLost says the answer to the write was lost: Status and Reason are what reading the
+	// object back showed.
+	AnswerLost bool `json:"answerLost,omitempty"`
 	// Verified says whether the effect was seen after the write.
 	Verified     bool   `json:"verified"`
 	Verification string `json:"verification,omitempty"`
