@@ -1,16 +1,11 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
@@ -48,7 +42,9 @@ func TestFixDisruptionBudget(t *testing.T) {
 	if err := os.WriteFile(config, []byte(stages), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := testcluster.Start(t, testcluster.Options{ControllerManager: true, Scheduler: true,
+	// kwok renews its node's Lease (NodeMonitorGracePeriod), so the node stays Ready for the whole
+	// test and the node lifecycle controller never marks the pods not Ready.
+	c := testcluster.Start(t, testcluster.Options{ControllerManager: true, Scheduler: true, NodeMonitorGracePeriod: scenario.NodeMonitorGracePeriod,
 		Kwok: &testcluster.KwokOptions{ManageAllNodes: true, ExtraArgs: []string{"--config=" + config}}})
 	c.InstallCRDs(t)
 	e := &rzEnv{c: c, cs: c.Clientset(), dyn: c.Dynamic(), kwok: true}
@@ -63,8 +59,10 @@ func TestFixDisruptionBudget(t *testing.T) {
 		for _, p := range w.pods {
 			rzFinding(t, r, p.Name, "kruise-drops-resize-policy")
 		}
-		ready := watchReady(t, e, w)
+		ready := watchReady(t, e.cs, w.ns, "app="+w.name)
+		start := time.Now()
 		stdout, stderr, code := runPlugin(t, c.Kubeconfig, "fix", "-n", w.ns, "--check", rzCheck, "--min-age", "0s", "--yes", "-o", "json")
+		t.Logf("fix of 3 pods in 3 waves, replacements Ready after %s: %s", bgReadyDelay, time.Since(start).Round(100*time.Millisecond))
 		min, max := ready.stop()
 		if code != 0 {
 			t.Fatalf("fix: exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -151,6 +149,8 @@ func TestFixDisruptionBudget(t *testing.T) {
 		fixOne(t, c.Kubeconfig, 0, "applied", "-n", w.ns, "--check", rzCheck, "--min-age", "0s", "--yes", "--action", "evict-pod")
 		w.waitReplaced(t, e, 1)
 	})
+
+	bgDeployment(t, c)
 }
 
 // bgCloneSet is a drifted CloneSet and its original pods.
@@ -266,18 +266,6 @@ func (w *bgCloneSet) serving(ctx context.Context, e *rzEnv) []corev1.Pod {
 	return out
 }
 
-func bgServing(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // waitReplaced waits until n pods serve, none of them an original, each on the template's policy.
 func (w *bgCloneSet) waitReplaced(t *testing.T, e *rzEnv, n int) {
 	t.Helper()
@@ -340,108 +328,4 @@ func bgSplit(t *testing.T, d fixDoc, deferredReason string) (applied, deferred [
 		}
 	}
 	return applied, deferred
-}
-
-// readyWatch follows the Ready count of a CloneSet's pods from a watch.
-type readyWatch struct {
-	mu       sync.Mutex
-	min, max int
-	cancel   context.CancelFunc
-	done     chan struct{}
-}
-
-// watchReady starts watching the CloneSet's pods; stop returns the least and most Ready pods seen.
-func watchReady(t *testing.T, e *rzEnv, w *bgCloneSet) *readyWatch {
-	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	list, err := e.cs.CoreV1().Pods(w.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + w.name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wi, err := e.cs.CoreV1().Pods(w.ns).Watch(ctx, metav1.ListOptions{LabelSelector: "app=" + w.name, ResourceVersion: list.ResourceVersion})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rw := &readyWatch{cancel: cancel, done: make(chan struct{})}
-	state := map[types.UID]bool{}
-	for _, p := range list.Items {
-		state[p.UID] = bgServing(&p)
-	}
-	count := func() int {
-		n := 0
-		for _, s := range state {
-			if s {
-				n++
-			}
-		}
-		return n
-	}
-	rw.min, rw.max = count(), count()
-	go func() {
-		defer close(rw.done)
-		defer wi.Stop()
-		for ev := range wi.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			state[p.UID] = ev.Type != watch.Deleted && bgServing(p)
-			n := count()
-			rw.mu.Lock()
-			rw.min, rw.max = min(rw.min, n), max(rw.max, n)
-			rw.mu.Unlock()
-		}
-	}()
-	return rw
-}
-
-func (rw *readyWatch) stop() (int, int) {
-	rw.cancel()
-	<-rw.done
-	rw.mu.Lock()
-	defer rw.mu.Unlock()
-	return rw.min, rw.max
-}
-
-// runInterrupted runs the plugin and sends it SIGINT once a line of its stderr contains after.
-func runInterrupted(t *testing.T, kubeconfig, after string, args ...string) (stdout, stderr string, exitCode int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), commandTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, pluginBinary(t), args...)
-	cmd.Env = commandEnv(t, kubeconfig)
-	var out, errOut bytes.Buffer
-	cmd.Stdout = &out
-	pipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(pipe)
-	signalled := false
-	for sc.Scan() {
-		errOut.WriteString(sc.Text() + "\n")
-		if !signalled && strings.Contains(sc.Text(), after) {
-			signalled = true
-			if err := cmd.Process.Signal(os.Interrupt); err != nil {
-				t.Errorf("send SIGINT: %v", err)
-			}
-		}
-	}
-	err = cmd.Wait()
-	var exitErr *exec.ExitError
-	switch {
-	case ctx.Err() != nil:
-		t.Fatalf("%v\nstderr:\n%s", ctx.Err(), &errOut)
-	case errors.As(err, &exitErr):
-		exitCode = exitErr.ExitCode()
-	case err != nil:
-		t.Fatal(err)
-	}
-	if !signalled {
-		t.Errorf("no stderr line contained %q: never interrupted", after)
-	}
-	return out.String(), errOut.String(), exitCode
 }
