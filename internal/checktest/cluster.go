@@ -22,12 +22,21 @@ type Cluster struct {
 	Leases       []*coordinationv1.Lease
 	Events       []*corev1.Event
 	Deployments  []*appsv1.Deployment
-	Objects      []snapshot.Object
-	Namespaces   []*corev1.Namespace
-	APIServices  []*unstructured.Unstructured
-	Clusters     []*unstructured.Unstructured
-	Workloads    []*kruise.Workload
-	SidecarSets  []*kruise.SidecarSet
+	StatefulSets []*appsv1.StatefulSet
+	DaemonSets   []*appsv1.DaemonSet
+	// ControllerNamespaces are the only namespaces whose workloads were listed (the
+	// cluster-wide lists refused); nil when all were.
+	ControllerNamespaces []string
+	// ClusterAPILog is the kept part of the Cluster API controller leader's log.
+	ClusterAPILog *snapshot.ControllerLog
+	// Limits are parts of inputs left unread on purpose, as coverage notes.
+	Limits      map[snapshot.Input]string
+	Objects     []snapshot.Object
+	Namespaces  []*corev1.Namespace
+	APIServices []*unstructured.Unstructured
+	Clusters    []*unstructured.Unstructured
+	Workloads   []*kruise.Workload
+	SidecarSets []*kruise.SidecarSet
 	// ServerVersion is the apiserver's /version gitVersion.
 	ServerVersion string
 	// Logs are controller pod logs by "namespace/pod".
@@ -42,7 +51,12 @@ func (c Cluster) Snapshot() *snapshot.Snapshot {
 		Nodes: c.Nodes, NodeLeases: c.NodeLeases, Leases: c.Leases, Events: c.Events, Deployments: c.Deployments,
 		Objects: c.Objects, Namespaces: c.Namespaces, APIServices: c.APIServices, Clusters: c.Clusters,
 		Workloads: c.Workloads, SidecarSets: c.SidecarSets,
-		Unread: map[snapshot.Input]error{}, Logs: map[string]string{}}
+		StatefulSets: c.StatefulSets, DaemonSets: c.DaemonSets, ControllerNamespaces: c.ControllerNamespaces,
+		ClusterAPILog: c.ClusterAPILog,
+		Unread:        map[snapshot.Input]error{}, Logs: map[string]string{}, Limits: map[snapshot.Input]string{}}
+	for in, l := range c.Limits {
+		s.Limits[in] = l
+	}
 	for in, err := range c.Unread {
 		s.Unread[in] = err
 	}

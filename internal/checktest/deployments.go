@@ -47,3 +47,29 @@ func KwokDeployment(version string, args ...string) *appsv1.Deployment {
 	return Deployment("kube-system", "kwok-controller", "kwok-controller", "registry.k8s.io/kwok/kwok:"+version, 1, 1,
 		append([]string{"--config=/root/.kwok/kwok.yaml", "--node-ip=$(POD_IP)"}, args...)...)
 }
+
+// StatefulSet is a StatefulSet of one container with its status: replicas wanted, available ones.
+func StatefulSet(namespace, name, container, image string, replicas, available int32) *appsv1.StatefulSet {
+	labels := map[string]string{"app.kubernetes.io/name": name}
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID("uid-sts-" + name), Generation: 1},
+		Spec: appsv1.StatefulSetSpec{Replicas: &replicas, ServiceName: name, Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: container, Image: image}}}}},
+		Status: appsv1.StatefulSetStatus{ObservedGeneration: 1, Replicas: replicas, ReadyReplicas: available,
+			AvailableReplicas: available, CurrentReplicas: replicas, UpdatedReplicas: replicas},
+	}
+}
+
+// DaemonSet is a DaemonSet of one container scheduled on desired nodes, available on available.
+func DaemonSet(namespace, name, container, image string, desired, available int32) *appsv1.DaemonSet {
+	labels := map[string]string{"app.kubernetes.io/name": name}
+	return &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID("uid-ds-" + name), Generation: 1},
+		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: container, Image: image}}}}},
+		Status: appsv1.DaemonSetStatus{ObservedGeneration: 1, DesiredNumberScheduled: desired, CurrentNumberScheduled: desired,
+			NumberReady: available, NumberAvailable: available, UpdatedNumberScheduled: desired},
+	}
+}

@@ -98,19 +98,22 @@ func (b *builder) settle(ctx context.Context, shop *Shop) error {
 		"checkout: a pod was created and deleted while kruise-manager's watch re-listed; the leader waits for it and skips every reconcile")
 	for _, p := range inventory {
 		shop.expect("resize-policy-drift", "resize-policy-immutable", pod(p.Name), true,
-			"inventory: the template now restarts on memory resize; running pods cannot take a new resizePolicy in place")
+			"inventory: the template now restarts on memory resize; InPlaceOnly cannot make that change in place, so the rollout stopped and the pods keep theirs")
 	}
 	for _, p := range search {
 		shop.expect("stuck-terminating", "node-not-ready", pod(p.Name), true,
 			"search: deleted while its node "+nodeEdge+" stopped heartbeating; no kubelet confirms it stopped")
 	}
+	// The uninstalled controllers' finalizers are not the tool's to remove: their field managers
+	// name binaries, not workloads, and nothing in the cluster proves the controllers are gone for
+	// good, so the findings say what was searched and a person decides.
 	for _, p := range recommender {
-		shop.expect("stuck-terminating", "node-missing", pod(p.Name), true,
-			"recommender: its node "+nodeSpot+" was removed; PodGC deleted it, the uninstalled cache warmer's finalizer holds it")
+		shop.expect("stuck-terminating", "node-missing", pod(p.Name), false,
+			"recommender: its node "+nodeSpot+" was removed; PodGC deleted it, the finalizer of the cache warmer (not found, uninstalled) holds it")
 	}
 	for _, p := range resizer {
-		shop.expect("stuck-terminating", "finalizer-owner-missing", pod(p.Name), true,
-			"image-resizer: restarted; the finalizer of the uninstalled volume janitor holds the old pod")
+		shop.expect("stuck-terminating", "finalizer-owner-not-acting", pod(p.Name), false,
+			"image-resizer: restarted; the finalizer of the volume janitor (not found, uninstalled) holds the old pod")
 	}
 	shop.expect("stuck-terminating", "namespace-discovery-failed", Object{"Namespace", "", LegacyNamespace}, false,
 		"shop-legacy: deleted while APIService "+legacyAPIService+" points at a Service that is gone (a person removes or repairs it)")

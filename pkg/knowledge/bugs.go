@@ -27,7 +27,9 @@ type Bug struct {
 	Component string
 	Affected  Range
 	// Gate, when set, is the feature gate that must be on for the bug to show.
-	Gate      string
+	Gate string
+	// FixedIn names the fix when it is not a release of Component (another tool's release).
+	FixedIn   string
 	Reference []string
 	Summary   string
 }
@@ -80,10 +82,17 @@ var bugs = []Bug{
 		Summary:   "delayed stages such as pod-remove-finalizer are cancelled by a stale re-listed copy of the pod and never run",
 	},
 	{
+		// The controllers' side came with v1.9.0 (#11286 moved adding the finalizer ahead of the
+		// pause check) and was never taken back. The fix is in clusterctl's mover (#11814 in
+		// v1.10.0, backported as #11821 in v1.9.5): it deletes before removing finalizers. Which
+		// clusterctl ran a move is recorded nowhere in the cluster, so the range is the
+		// controllers' and FixedIn names the clusterctl releases.
 		ID: BugCAPIFinalizerReadd, Component: ComponentClusterAPI,
-		Affected:  Range{Fixed: "v1.9.5"},
-		Reference: []string{"kubernetes-sigs/cluster-api#11812", "kubernetes-sigs/cluster-api#11814"},
-		Summary:   "clusterctl move removes finalizers before deleting, and controllers re-add them to objects being deleted",
+		Affected: Range{From: "v1.9.0"},
+		FixedIn:  "clusterctl v1.9.5 and v1.10.0 (the binary that runs the move, not the controllers)",
+		Reference: []string{"kubernetes-sigs/cluster-api#11812", "kubernetes-sigs/cluster-api#11286",
+			"kubernetes-sigs/cluster-api#11814", "kubernetes-sigs/cluster-api#11821"},
+		Summary: "controllers from v1.9.0 add their finalizer before checking for a pause, so they re-add the finalizers that a clusterctl older than v1.9.5 removes before deleting during a move; the apiserver refuses with 422 and the controllers log it as a Reconciler error",
 	},
 	{
 		ID: BehaviourResizeDefaulting, Component: ComponentAPIServer,

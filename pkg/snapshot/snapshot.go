@@ -47,12 +47,24 @@ const (
 	InputControllers Input = "controllers"
 	// InputControllerLogs is the bounded logs of the kruise-manager leader.
 	InputControllerLogs Input = "controller-logs"
+	// InputClusterAPILogs is the bounded log of the Cluster API core controller's leader, only
+	// the lines of refused finalizer updates kept.
+	InputClusterAPILogs Input = "cluster-api-logs"
 	// InputControllerRevisions is the ControllerRevisions the checks name once they have seen
 	// the workloads and pods, read one by one.
 	InputControllerRevisions Input = "controller-revisions"
 	// InputClusterAPI is Cluster API Clusters.
 	InputClusterAPI Input = "cluster-api"
 )
+
+// ControllerLog is the part of a controller's log a scan read: the window it asked for and the
+// lines it kept, each prefixed by the kubelet's RFC 3339 timestamp.
+type ControllerLog struct {
+	Namespace, Pod, Container string
+	Since                     time.Duration
+	LimitBytes                int64
+	Lines                     []string
+}
 
 // Scope is what the user asked to scan.
 type Scope struct {
@@ -113,6 +125,12 @@ type Snapshot struct {
 	Namespaces  []*corev1.Namespace
 	APIServices []*unstructured.Unstructured
 	Deployments []*appsv1.Deployment
+	// StatefulSets and DaemonSets are read with the Deployments: controllers run as any of them.
+	StatefulSets []*appsv1.StatefulSet
+	DaemonSets   []*appsv1.DaemonSet
+	// ControllerNamespaces are the only namespaces whose Deployments, StatefulSets and DaemonSets
+	// were listed, when the cluster-wide lists were refused; nil when every namespace was listed.
+	ControllerNamespaces []string
 	// ControllerPods are the pods of the controllers' Deployments (to find leaders).
 	ControllerPods []*corev1.Pod
 	Workloads      []*kruise.Workload
@@ -125,6 +143,8 @@ type Snapshot struct {
 	Clusters []*unstructured.Unstructured
 	// Logs maps "namespace/pod" of a controller leader to the bounded text read from its log.
 	Logs map[string]string
+	// ClusterAPILog is what was read of the Cluster API controller leader's log; nil if not read.
+	ClusterAPILog *ControllerLog
 	// Installed records which optional APIs discovery found ("apps.kruise.io", "cluster.x-k8s.io").
 	Installed map[string]bool
 	// Unread records inputs (or parts of them) that could not be read, and why.

@@ -23,9 +23,10 @@ type analysis struct {
 	threshold time.Duration
 
 	// Looked up once per run: a cluster can have thousands of stuck objects.
-	objByUID   map[types.UID]snapshot.Object
-	kwok       *kwokController
-	kwokLooked bool
+	objByUID     map[types.UID]snapshot.Object
+	kwok         *kwokController
+	kwokLooked   bool
+	allWorkloads []workload
 }
 
 // subject is the object a finding is about, whatever its resource.

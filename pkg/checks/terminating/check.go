@@ -32,6 +32,7 @@ func New() checks.Check {
 			{Input: snapshot.InputObjects, Optional: true},
 			{Input: snapshot.InputControllers, Optional: true},
 			{Input: snapshot.InputClusterAPI, Optional: true},
+			{Input: snapshot.InputClusterAPILogs, Optional: true},
 			{Input: snapshot.InputKruiseWorkloads, Optional: true},
 		},
 	}, documentation)}

@@ -2,9 +2,7 @@ package terminating
 
 import (
 	"fmt"
-	"sort"
 	"strings"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -12,19 +10,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/knowledge"
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
 // Cluster API names (docs/domain.md, "Stuck deletion").
 const (
-	capiGroup             = "cluster.x-k8s.io"
-	capiPausedAnnotation  = "cluster.x-k8s.io/paused"
-	capiDeleteForMove     = "clusterctl.cluster.x-k8s.io/delete-for-move"
-	capiClusterNameLabel  = "cluster.x-k8s.io/cluster-name"
-	capiClusterFinalizer  = "cluster.cluster.x-k8s.io"
-	finalizerReaddMessage = "no new finalizers can be added if the object is being deleted"
+	capiGroup            = "cluster.x-k8s.io"
+	capiPausedAnnotation = "cluster.x-k8s.io/paused"
+	capiDeleteForMove    = "clusterctl.cluster.x-k8s.io/delete-for-move"
+	capiClusterNameLabel = "cluster.x-k8s.io/cluster-name"
+	capiClusterFinalizer = "cluster.cluster.x-k8s.io"
 	// maxOwnerDepth bounds the walk up ownerReferences (Machine -> MachineSet -> MachineDeployment -> Cluster).
 	maxOwnerDepth = 6
 )
@@ -182,96 +177,4 @@ func (a *analysis) objectByUID(uid string) (snapshot.Object, bool) {
 	}
 	o, ok := a.objByUID[types.UID(uid)]
 	return o, ok
-}
-
-// readdRace reports Warning events showing a controller that keeps adding a finalizer to the
-// object after its deletion began.
-func (a *analysis) readdRace(subj subject, owners *ownerCache) (checks.Draft, bool) {
-	type reporter struct {
-		name, reason, message string
-		count                 int32
-		last                  time.Time
-	}
-	byName := map[string]*reporter{}
-	for _, e := range a.s.EventsFor(subj.kind, subj.meta.GetNamespace(), subj.meta.GetName(), subj.meta.GetUID()) {
-		if e.Type != "Warning" || !strings.Contains(e.Message, finalizerReaddMessage) {
-			continue
-		}
-		name := eventReporter(e)
-		r := byName[name]
-		if r == nil {
-			r = &reporter{name: name}
-			byName[name] = r
-		}
-		r.count += checks.EventCount(e)
-		if t := snapshot.EventTime(e); !t.Before(r.last) {
-			r.last, r.reason, r.message = t, e.Reason, e.Message
-		}
-	}
-	if len(byName) == 0 {
-		return checks.Draft{}, false
-	}
-	var reps []*reporter
-	for _, r := range byName {
-		reps = append(reps, r)
-	}
-	sort.Slice(reps, func(i, j int) bool { return reps[i].name < reps[j].name })
-	var ev, names []string
-	var total int32
-	for _, r := range reps {
-		total += r.count
-		names = append(names, r.name)
-		ev = append(ev, fmt.Sprintf("%d Warning event(s) %s from %s, last %s ago: %s", r.count, r.reason, r.name,
-			checks.Age(a.now, r.last), oneLine(r.message, 200)))
-	}
-	for _, o := range owners.get() {
-		ev = append(ev, o.line())
-	}
-	var refs []string
-	msg := fmt.Sprintf("%s keeps trying to add a finalizer to this object although its deletion began (%d times); the "+
-		"apiserver refuses with 422. The controller has not noticed the deletion, so it does not do its cleanup and "+
-		"remove the finalizers %s either.", strings.Join(names, ", "), total, strings.Join(subj.meta.GetFinalizers(), ", "))
-	if isCAPIGroup(subj.group) {
-		bug, _ := knowledge.LookupBug(knowledge.BugCAPIFinalizerReadd)
-		refs = append(refs, bug.Reference...)
-		if v, dep, ok := a.capiVersion(); ok {
-			if _, affected := knowledge.Affected(knowledge.BugCAPIFinalizerReadd, v, nil); affected {
-				ev = append(ev, fmt.Sprintf("Cluster API %s (Deployment %s) is in the range of %s (%s)", v, dep, bug.Reference[0], bug.Affected))
-				msg += fmt.Sprintf(" Cluster API %s has this bug in clusterctl move (%s): upgrade to %s or later.", v, bug.Reference[0], bug.Affected.Fixed)
-			} else {
-				ev = append(ev, fmt.Sprintf("Cluster API %s (Deployment %s) is outside the range of %s (%s)", v, dep, bug.Reference[0], bug.Affected))
-			}
-		} else {
-			msg += fmt.Sprintf(" Cluster API before %s does this in clusterctl move (%s).", bug.Affected.Fixed, bug.Reference[0])
-		}
-	}
-	var fixes []report.Fix
-	for _, o := range owners.missing() {
-		fixes = append(fixes, removeFinalizerFix(o, report.RiskMedium))
-	}
-	return checks.Draft{
-		RootCause: RootCauseFinalizerReaddRace,
-		Summary: fmt.Sprintf("%s for %s: %s keeps re-adding a finalizer (%d refused)", subj.noun,
-			checks.Age(a.now, subj.meta.GetDeletionTimestamp().Time), strings.Join(names, ", "), total),
-		Message:    msg,
-		Evidence:   ev,
-		References: refs,
-		Fixes:      fixes,
-	}, true
-}
-
-// capiVersion returns the running Cluster API core controller's version, read from its image.
-func (a *analysis) capiVersion() (knowledge.Version, string, bool) {
-	row, ok := knowledge.LookupFinalizer(capiClusterFinalizer)
-	if !ok {
-		return knowledge.Version{}, "", false
-	}
-	for _, d := range a.tableDeployments(row) {
-		for _, c := range d.Spec.Template.Spec.Containers {
-			if v, err := knowledge.ImageVersion(c.Image); err == nil {
-				return v, d.Namespace + "/" + d.Name, true
-			}
-		}
-	}
-	return knowledge.Version{}, "", false
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/checktest"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
@@ -22,21 +21,25 @@ func TestStuckTerminatingObjects(t *testing.T) {
 		world func() checktest.Cluster
 		want  want
 	}{
-		{name: "custom resource whose finalizer's manager has no Deployment",
+		// The field manager is the writer's binary name (managerOrUserAgent and prefixFromUserAgent,
+		// k8s.io/apiserver/pkg/endpoints/handlers/rest.go), not a workload's: finding no workload so
+		// named is no evidence that the owner is gone, so no finalizer is offered for removal.
+		{name: "unknown finalizer whose field manager names no workload: owner not found, no fix",
 			world: func() checktest.Cluster {
 				return checktest.Cluster{Objects: []snapshot.Object{deletedObject(widgetsGVR, "Widget", "shop", "target", 20*time.Minute, "widget-operator", "example.com/protect")}}
 			},
-			want: want{rootCause: RootCauseFinalizerOwnerMissing,
-				summary:  []string{"Deleting for 20m", "example.com/protect"},
-				evidence: []string{"deletionTimestamp", "finalizer example.com/protect: added by field manager widget-operator (metadata.managedFields; not in the known-finalizer table); no Deployment named widget-operator or running a container named so"},
-				fixes:    []string{checks.ActionRemoveFinalizer + ":example.com/protect"}, risks: []report.Risk{report.RiskMedium}}},
-		{name: "Deployments Unread: the owner is not claimed missing",
+			want: want{rootCause: RootCauseFinalizerOwnerNotActing,
+				summary: []string{"Deleting for 20m", "example.com/protect", "its owner was not found"},
+				evidence: []string{"deletionTimestamp", "finalizer example.com/protect: not in the known-finalizer table; added by field manager widget-operator (metadata.managedFields); " +
+					"no workload named widget-operator or with a container so named among the Deployments, StatefulSets and DaemonSets of all namespaces"},
+				message: []string{"may run under another name"}}},
+		{name: "controllers Unread: the owner is not claimed missing",
 			world: func() checktest.Cluster {
 				return checktest.Cluster{Objects: []snapshot.Object{deletedObject(widgetsGVR, "Widget", "shop", "target", 20*time.Minute, "widget-operator", "example.com/protect")},
 					Unread: map[snapshot.Input]error{snapshot.InputControllers: errors.New("forbidden: list apps/deployments in all namespaces")}}
 			},
-			want: want{rootCause: RootCauseFinalizerOwnerNotActing, evidence: []string{"Deployments were not (all) read"},
-				message: []string{"could not be checked"}}},
+			want: want{rootCause: RootCauseFinalizerOwnerNotActing, evidence: []string{"among the workloads that could be read (forbidden: list apps/deployments in all namespaces)"},
+				message: []string{"was not found"}}},
 		{name: "near miss: owner Deployment named like the manager runs",
 			world: func() checktest.Cluster {
 				return checktest.Cluster{Objects: []snapshot.Object{deletedObject(widgetsGVR, "Widget", "shop", "target", 20*time.Minute, "widget-operator", "example.com/protect")},
@@ -50,12 +53,29 @@ func TestStuckTerminatingObjects(t *testing.T) {
 			},
 			want: want{rootCause: RootCauseFinalizerOwnerNotActing, evidence: []string{"Deployment acme-system/acme-controller-manager: 0/0 available"},
 				message: []string{"has no available replica"}}},
-		{name: "finalizer set by kubectl: no controller owns it",
+		// kubectl apply of a manifest that lists the finalizer records kubectl-client-side-apply
+		// (kubectl's apply: its fieldManager default "kubectl-client-side-apply"); the controller
+		// that acts on it is not named by that.
+		{name: "finalizer set by kubectl apply: owner unknown, no fix",
 			world: func() checktest.Cluster {
-				return checktest.Cluster{Objects: []snapshot.Object{deletedObject(widgetsGVR, "Widget", "shop", "target", 20*time.Minute, "kubectl-edit", "example.com/protect")}}
+				return checktest.Cluster{Objects: []snapshot.Object{deletedObject(widgetsGVR, "Widget", "shop", "target", 20*time.Minute, "kubectl-client-side-apply", "example.com/protect")}}
 			},
-			want: want{rootCause: RootCauseFinalizerOwnerMissing, evidence: []string{"kubectl-edit is a client command, not a controller"},
-				fixes: []string{checks.ActionRemoveFinalizer + ":example.com/protect"}}},
+			want: want{rootCause: RootCauseFinalizerOwnerNotActing, evidence: []string{"kubectl-client-side-apply is a client command a person or a script ran, which names no controller"}}},
+		// kubebuilder scaffolds build a binary named "manager" (its Dockerfile: go build -o manager
+		// cmd/main.go), and kopf writes as "kopf": names many controllers share. A Deployment whose
+		// container is named "manager" is not therefore the owner, and none is no proof either.
+		{name: "finalizer added by field manager manager, a kubebuilder Deployment of another project runs: owner not found, no fix",
+			world: func() checktest.Cluster {
+				return checktest.Cluster{Objects: []snapshot.Object{deletedObject(widgetsGVR, "Widget", "shop", "target", 20*time.Minute, "manager", "widgets.example.com/cleanup")},
+					Deployments: []*appsv1.Deployment{checktest.Deployment("cert-manager", "cert-manager", "manager", "quay.io/jetstack/cert-manager-controller:v1.16.0", 1, 1)}}
+			},
+			want: want{rootCause: RootCauseFinalizerOwnerNotActing, evidence: []string{"manager is the default binary name of many controllers, which names none of them"},
+				noEvid: []string{"cert-manager"}}},
+		{name: "finalizer added by kopf: owner not found, no fix",
+			world: func() checktest.Cluster {
+				return checktest.Cluster{Objects: []snapshot.Object{deletedObject(widgetsGVR, "Widget", "shop", "target", 20*time.Minute, "kopf", "kopf.zalando.org/KopfFinalizerMarker")}}
+			},
+			want: want{rootCause: RootCauseFinalizerOwnerNotActing, evidence: []string{"kopf is the default binary name"}}},
 		{name: "unknown finalizer set by kube-controller-manager: built in",
 			world: func() checktest.Cluster {
 				return checktest.Cluster{Objects: []snapshot.Object{deletedObject(widgetsGVR, "Widget", "shop", "target", 20*time.Minute, "kube-controller-manager", "example.com/protect")}}
@@ -71,19 +91,41 @@ func TestStuckTerminatingObjects(t *testing.T) {
 				return checktest.Cluster{Objects: []snapshot.Object{deletedObject(deploymentsGVR, "Deployment", "shop", "target", 20*time.Minute, "kube-apiserver", "foregroundDeletion")}}
 			},
 			want: want{rootCause: RootCauseFinalizerOwnerNotActing, evidence: []string{"garbage collector (kube-controller-manager)", "built into the control plane"}}},
-		{name: "known finalizer: owner found by image repository",
+		// Argo CD's manifests/install.yaml runs argocd-application-controller as a StatefulSet (the
+		// other components are Deployments of the same image).
+		{name: "near miss: Argo CD's application controller StatefulSet runs",
+			world: func() checktest.Cluster {
+				return checktest.Cluster{Objects: []snapshot.Object{deletedObject(argoAppsGVR, "Application", "argocd", "target", 20*time.Minute, "argocd-server", "resources-finalizer.argocd.argoproj.io")},
+					Deployments:  []*appsv1.Deployment{checktest.Deployment("argocd", "argocd-server", "argocd-server", "quay.io/argoproj/argocd:v2.13.1", 1, 1)},
+					StatefulSets: []*appsv1.StatefulSet{checktest.StatefulSet("argocd", "argocd-application-controller", "argocd-application-controller", "quay.io/argoproj/argocd:v2.13.1", 1, 1)}}
+			},
+			want: want{rootCause: RootCauseFinalizerOwnerNotActing, evidence: []string{"Argo CD application controller (known-finalizer table)",
+				"StatefulSet argocd/argocd-application-controller: 1/1 available"}, message: []string{"runs but has not removed it"}}},
+		{name: "known finalizer: owner found by image in another namespace",
+			world: func() checktest.Cluster {
+				return checktest.Cluster{Objects: []snapshot.Object{deletedObject(argoAppsGVR, "Application", "gitops", "target", 20*time.Minute, "argocd-server", "resources-finalizer.argocd.argoproj.io")},
+					Deployments:  []*appsv1.Deployment{checktest.Deployment("gitops", "argocd-repo-server", "repo-server", "quay.io/argoproj/argocd:v2.13.1", 1, 1)},
+					StatefulSets: []*appsv1.StatefulSet{checktest.StatefulSet("gitops", "gitops-app-controller", "application-controller", "mirror.example/argocd:v2.13.1", 1, 0)}}
+			},
+			want: want{rootCause: RootCauseFinalizerOwnerNotActing, evidence: []string{"StatefulSet gitops/gitops-app-controller: 0/1 available"},
+				noEvid: []string{"argocd-repo-server"}, message: []string{"has no available replica"}}},
+		// Positive evidence: a known owner, every namespace listed, none of its workloads there.
+		{name: "known finalizer: owner not installed, every namespace listed",
 			world: func() checktest.Cluster {
 				return checktest.Cluster{Objects: []snapshot.Object{deletedObject(argoAppsGVR, "Application", "argocd", "target", 20*time.Minute, "argocd-server", "resources-finalizer.argocd.argoproj.io")},
 					Deployments: []*appsv1.Deployment{checktest.Deployment("gitops", "argocd-repo-server", "repo-server", "quay.io/argoproj/argocd:v2.13.1", 1, 1)}}
 			},
-			want: want{rootCause: RootCauseFinalizerOwnerNotActing, evidence: []string{"Argo CD application controller (known-finalizer table)", "Deployment gitops/argocd-repo-server: 1/1 available"}}},
-		{name: "known finalizer: owner not installed",
-			world: func() checktest.Cluster {
-				return checktest.Cluster{Objects: []snapshot.Object{deletedObject(argoAppsGVR, "Application", "argocd", "target", 20*time.Minute, "argocd-server", "resources-finalizer.argocd.argoproj.io")}}
-			},
 			want: want{rootCause: RootCauseFinalizerOwnerMissing,
-				evidence: []string{"no Deployment argocd/argocd-application-controller, no Deployment running image argocd", "no Deployment named argocd-server"},
+				evidence: []string{"not installed: no StatefulSet argocd/argocd-application-controller, no StatefulSet running image argocd among the Deployments, StatefulSets and DaemonSets of all namespaces (listed in full)"},
+				message:  []string{"its owner is not installed", "listed in full"},
 				fixes:    []string{checks.ActionRemoveFinalizer + ":resources-finalizer.argocd.argoproj.io"}}},
+		{name: "known finalizer absent from the namespaces searched, cluster-wide list refused: no owner-missing",
+			world: func() checktest.Cluster {
+				return checktest.Cluster{Objects: []snapshot.Object{deletedObject(argoAppsGVR, "Application", "argocd", "target", 20*time.Minute, "argocd-server", "resources-finalizer.argocd.argoproj.io")},
+					ControllerNamespaces: []string{"kruise-system", "kube-system", "argocd"}}
+			},
+			want: want{rootCause: RootCauseFinalizerOwnerNotActing,
+				evidence: []string{"no StatefulSet argocd/argocd-application-controller, no StatefulSet running image argocd among the Deployments, StatefulSets and DaemonSets of namespaces kruise-system, kube-system, argocd only (the cluster-wide lists were refused), so whether it is installed elsewhere is unknown"}}},
 		{name: "near miss: object without finalizers",
 			world: func() checktest.Cluster {
 				return checktest.Cluster{Objects: []snapshot.Object{deletedObject(widgetsGVR, "Widget", "shop", "target", 20*time.Minute, "")}}
@@ -131,7 +173,7 @@ func TestStuckTerminatingObjects(t *testing.T) {
 					Clusters: []*unstructured.Unstructured{checktest.ClusterAPICluster("fleet", "prod", false)}}
 			},
 			want: want{rootCause: RootCauseFinalizerOwnerMissing,
-				evidence: []string{"no Deployment capi-system/capi-controller-manager", "no Deployment named manager"},
+				evidence: []string{"not installed: no Deployment capi-system/capi-controller-manager, no Deployment running image cluster-api-controller among"},
 				fixes:    []string{checks.ActionRemoveFinalizer + ":machine.cluster.x-k8s.io"}}},
 		{name: "controller keeps re-adding a finalizer after deletion began",
 			world: func() checktest.Cluster {
@@ -156,8 +198,8 @@ func TestStuckTerminatingObjects(t *testing.T) {
 					Events: []*corev1.Event{eventAbout(objectRef(m), corev1.EventTypeWarning, "ReconcileError", "machine-controller", readd, 7, time.Minute)}}
 			},
 			want: want{rootCause: RootCauseFinalizerReaddRace,
-				evidence: []string{"Cluster API v1.9.4 (Deployment capi-system/capi-controller-manager) is in the range of kubernetes-sigs/cluster-api#11812"},
-				message:  []string{"upgrade to v1.9.5"}}},
+				evidence: []string{"Cluster API v1.9.4 (Deployment capi-system/capi-controller-manager): controllers >= v1.9.0 can re-add finalizers during a clusterctl move (kubernetes-sigs/cluster-api#11286)"},
+				message:  []string{"The fix is in clusterctl, not in the controllers: clusterctl v1.9.5 and v1.10.0", "does not record which clusterctl"}}},
 		{name: "near miss: owner-paused wins over a re-add race",
 			world: func() checktest.Cluster {
 				m := machine("target", "prod", 30*time.Minute)

@@ -4,26 +4,25 @@ import (
 	"fmt"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/knowledge"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
 // ownerState is what the check could find out about the controller that owns a finalizer.
 type ownerState int
 
 const (
-	// ownerUnknown: the owner could not be identified or its Deployments were not read.
+	// ownerUnknown: the owner could not be identified, or not found where the check could look,
+	// which does not show that it is gone.
 	ownerUnknown ownerState = iota
-	// ownerMissing: the owner was identified and no Deployment of it exists.
+	// ownerMissing: a known owner is certainly not installed; Where names the evidence.
 	ownerMissing
-	// ownerUnavailable: its Deployment exists with no available replica.
+	// ownerUnavailable: its workload exists with no available replica.
 	ownerUnavailable
-	// ownerRunning: its Deployment has available replicas.
+	// ownerRunning: its workload has available replicas.
 	ownerRunning
 	// ownerBuiltIn: a control-plane component, assumed running.
 	ownerBuiltIn
@@ -37,11 +36,12 @@ type finalizerOwner struct {
 	State ownerState
 	// How says how the owner was identified, so the user can verify it.
 	How string
-	// Where says what was found (or not) of the owner: Deployments and their availability.
+	// Where says what was found (or not) of the owner, and where the check looked.
 	Where string
 	// Cleanup is what removing the finalizer by hand skips.
-	Cleanup    string
-	Deployment *appsv1.Deployment
+	Cleanup string
+	// Workload is the owner's workload found running (or the first found).
+	Workload *workload
 }
 
 // line renders the owner as one evidence line.
@@ -75,7 +75,7 @@ func (c *ownerCache) get() []finalizerOwner {
 	return c.owners
 }
 
-// missing returns the finalizers whose owner is known not to run.
+// missing returns the finalizers whose owner is certainly not installed.
 func (c *ownerCache) missing() []finalizerOwner {
 	var out []finalizerOwner
 	for _, o := range c.get() {
@@ -87,12 +87,14 @@ func (c *ownerCache) missing() []finalizerOwner {
 }
 
 // resolveOwner finds who removes a finalizer: the known-finalizer table first, then the field
-// manager that added the finalizer (metadata.managedFields).
+// manager that added it (metadata.managedFields). A field manager's name is the writer's binary
+// name (docs/domain.md, "Stuck deletion"): a workload named like it is a candidate owner, but
+// none named like it is no evidence that the owner is gone. Only a known owner whose workload is
+// absent from a search of every namespace is declared missing.
 func (a *analysis) resolveOwner(m metav1.Object, fin string) finalizerOwner {
 	o := finalizerOwner{Finalizer: fin}
 	mgrs := managerNames(finalizerManagers(m, fin))
 	row, known := knowledge.LookupFinalizer(fin)
-	tableWhere := ""
 	if known {
 		o.Owner, o.Cleanup = row.Owner, row.Cleanup
 		o.How = "owner " + row.Owner + " (known-finalizer table)"
@@ -101,159 +103,85 @@ func (a *analysis) resolveOwner(m metav1.Object, fin string) finalizerOwner {
 			o.Where = "built into the control plane, assumed running"
 			return o
 		}
-		if len(row.Deployments) > 0 || row.ImageRepository != "" {
-			deps := a.tableDeployments(row)
-			o.setFromDeployments(deps, a.read(snapshot.InputControllers), tableLocator(row))
-			if o.State != ownerMissing || len(mgrs) == 0 {
-				return o
-			}
-			tableWhere = o.Where
-			// A renamed install: the manager that added the finalizer may still be found.
+	} else {
+		o.Owner = "unknown"
+		o.How = "not in the known-finalizer table"
+		if len(mgrs) > 0 {
+			o.Owner = "the controller that writes as field manager " + strings.Join(mgrs, ", ")
+			o.Cleanup = "whatever cleanup that controller does before removing it (unknown to this tool)"
 		}
 	}
 	if len(mgrs) == 0 {
 		if !known {
-			o.Owner = "unknown"
-			o.How = "not in the known-finalizer table, and metadata.managedFields name no manager that added it"
+			o.How += ", and metadata.managedFields name no manager that added it"
 		}
-		return o
-	}
-	if !known {
-		o.Owner = "field manager " + strings.Join(mgrs, ", ")
-		o.Cleanup = "whatever cleanup " + strings.Join(mgrs, ", ") + " does before removing it (unknown to this tool)"
-		o.How = "added by field manager " + strings.Join(mgrs, ", ") + " (metadata.managedFields; not in the known-finalizer table)"
 	} else {
 		o.How += "; added by field manager " + strings.Join(mgrs, ", ") + " (metadata.managedFields)"
 	}
+	locatable := known && (len(row.Workloads) > 0 || row.ImageRepository != "")
+	if locatable {
+		if ws := a.tableWorkloads(row); len(ws) > 0 {
+			o.setFromWorkloads(ws)
+			return o
+		}
+	}
+	var candidates, notes []string
 	for _, mgr := range mgrs {
 		switch knowledge.ClassifyFieldManager(mgr) {
 		case knowledge.ManagerControlPlane:
-			o.State = ownerBuiltIn
-			o.Where = mgr + " is a control-plane component, assumed running"
-			return o
+			if !known {
+				o.State = ownerBuiltIn
+				o.Where = mgr + " is a control-plane component, assumed running"
+				return o
+			}
 		case knowledge.ManagerClient:
-			o.How += "; " + mgr + " is a client command, not a controller"
+			notes = append(notes, mgr+" is a client command a person or a script ran, which names no controller")
+		case knowledge.ManagerGeneric:
+			notes = append(notes, mgr+" is the default binary name of many controllers, which names none of them")
+		default:
+			candidates = append(candidates, mgr)
 		}
 	}
-	var deps []*appsv1.Deployment
-	for _, mgr := range mgrs {
-		deps = append(deps, a.managerDeployments(mgr)...)
+	if ws := a.managerWorkloads(candidates); len(ws) > 0 {
+		o.setFromWorkloads(ws)
+		o.Where = "named like the field manager: " + o.Where
+		return o
 	}
-	o.setFromDeployments(uniqDeployments(deps), a.read(snapshot.InputControllers),
-		"no Deployment named "+orList(mgrs)+" or running a container named so")
-	if o.State == ownerMissing && tableWhere != "" {
-		o.Where = tableWhere + ", " + o.Where
+	where, everywhere := a.searched()
+	if locatable && everywhere {
+		o.State = ownerMissing
+		o.Where = "not installed: " + tableLocator(row) + " among " + where + " (listed in full)"
+		return o
 	}
+	o.State = ownerUnknown
+	switch {
+	case locatable:
+		notes = append(notes, tableLocator(row)+" among "+where+", so whether it is installed elsewhere is unknown")
+	case len(candidates) > 0:
+		notes = append(notes, "no workload named "+orList(candidates)+" or with a container so named among "+where+
+			" (a field manager is named after the writer's binary, not its workload: this does not show the owner is gone)")
+	default:
+		notes = append(notes, "the check has nothing to look the owner up by")
+	}
+	o.Where = strings.Join(notes, "; ")
 	return o
 }
 
-// setFromDeployments sets the owner's state from the Deployments found for it.
-func (o *finalizerOwner) setFromDeployments(deps []*appsv1.Deployment, controllersRead bool, notFound string) {
-	if len(deps) == 0 {
-		if controllersRead {
-			o.State = ownerMissing
-			o.Where = notFound
-		} else {
-			o.State = ownerUnknown
-			o.Where = "Deployments were not (all) read, so whether it runs is unknown"
-		}
-		return
-	}
+// setFromWorkloads sets the owner's state from the workloads found for it.
+func (o *finalizerOwner) setFromWorkloads(ws []workload) {
 	var parts []string
 	o.State = ownerUnavailable
-	for _, d := range deps {
-		parts = append(parts, deploymentStatus(d))
-		if d.Status.AvailableReplicas > 0 && o.State != ownerRunning {
+	for i := range ws {
+		parts = append(parts, ws[i].status())
+		if ws[i].available > 0 && o.State != ownerRunning {
 			o.State = ownerRunning
-			o.Deployment = d
+			o.Workload = &ws[i]
 		}
 	}
-	if o.Deployment == nil {
-		o.Deployment = deps[0]
+	if o.Workload == nil {
+		o.Workload = &ws[0]
 	}
 	o.Where = strings.Join(parts, ", ")
-}
-
-func deploymentStatus(d *appsv1.Deployment) string {
-	want := int32(1)
-	if d.Spec.Replicas != nil {
-		want = *d.Spec.Replicas
-	}
-	return fmt.Sprintf("Deployment %s/%s: %d/%d available", d.Namespace, d.Name, d.Status.AvailableReplicas, want)
-}
-
-func tableLocator(row knowledge.FinalizerOwner) string {
-	var where []string
-	if len(row.Deployments) > 0 {
-		where = append(where, "no Deployment "+strings.Join(row.Deployments, " or "))
-	}
-	if row.ImageRepository != "" {
-		where = append(where, "no Deployment running image "+row.ImageRepository)
-	}
-	return strings.Join(where, ", ")
-}
-
-// tableDeployments finds a known owner's Deployments: at its default places, else by image.
-func (a *analysis) tableDeployments(row knowledge.FinalizerOwner) []*appsv1.Deployment {
-	var out []*appsv1.Deployment
-	for _, nn := range row.Deployments {
-		ns, name, ok := strings.Cut(nn, "/")
-		if !ok {
-			continue
-		}
-		if d, ok := a.s.Deployment(ns, name); ok {
-			out = append(out, d)
-		}
-	}
-	if len(out) > 0 || row.ImageRepository == "" {
-		return out
-	}
-	return a.imageDeployments(row.ImageRepository)
-}
-
-// imageDeployments returns the Deployments with a container running the image repository.
-func (a *analysis) imageDeployments(repo string) []*appsv1.Deployment {
-	var out []*appsv1.Deployment
-	for _, d := range a.s.Deployments {
-		for _, c := range d.Spec.Template.Spec.Containers {
-			if knowledge.ImageRepository(c.Image) == repo {
-				out = append(out, d)
-				break
-			}
-		}
-	}
-	return out
-}
-
-// managerDeployments returns the Deployments a field manager may stand for: one named like it,
-// or one with a container named like it.
-func (a *analysis) managerDeployments(mgr string) []*appsv1.Deployment {
-	var out []*appsv1.Deployment
-	for _, d := range a.s.Deployments {
-		if d.Name == mgr {
-			out = append(out, d)
-			continue
-		}
-		for _, c := range d.Spec.Template.Spec.Containers {
-			if c.Name == mgr {
-				out = append(out, d)
-				break
-			}
-		}
-	}
-	return out
-}
-
-func uniqDeployments(in []*appsv1.Deployment) []*appsv1.Deployment {
-	seen := map[*appsv1.Deployment]bool{}
-	var out []*appsv1.Deployment
-	for _, d := range in {
-		if !seen[d] {
-			seen[d] = true
-			out = append(out, d)
-		}
-	}
-	return out
 }
 
 func orList(items []string) string { return strings.Join(items, " or ") }
@@ -289,35 +217,53 @@ func (a *analysis) finalizerOwners(subj subject, owners *ownerCache) (checks.Dra
 		var fixes []report.Fix
 		for _, o := range missing {
 			names = append(names, o.Finalizer)
-			fixesFor = append(fixesFor, o.Finalizer+" ("+o.Owner+")")
+			fixesFor = append(fixesFor, fmt.Sprintf("%s (%s; %s)", o.Finalizer, o.Owner, o.Where))
 			fixes = append(fixes, removeFinalizerFix(o, report.RiskMedium))
 		}
 		ev = append(ev, a.warningEvents(subj.kind, subj.meta, 3)...)
 		return checks.Draft{
 			RootCause: RootCauseFinalizerOwnerMissing,
 			Summary:   fmt.Sprintf("%s for %s: no controller runs for finalizer %s", subj.noun, age, strings.Join(names, ", ")),
-			Message: fmt.Sprintf("The deletion waits for finalizer %s, but its owner does not run in this cluster, so "+
+			Message: fmt.Sprintf("The deletion waits for finalizer %s: its owner is not installed in this cluster, so "+
 				"nothing will ever remove it. Removing it by hand skips the cleanup it guards.", strings.Join(fixesFor, ", ")),
 			Evidence: ev,
 			Fixes:    fixes,
 		}, true
 	}
 	var parts []string
+	unknown, present := 0, 0
 	for _, o := range all {
 		parts = append(parts, o.Finalizer+" ("+notActingReason(o)+")")
+		if o.State == ownerUnknown {
+			unknown++
+		} else {
+			present++
+		}
 	}
 	ev = append(ev, a.warningEvents(subj.kind, subj.meta, 3)...)
 	for _, o := range all {
-		if o.Deployment != nil {
-			ev = append(ev, a.warningEvents("Deployment", o.Deployment, 2)...)
+		if o.Workload != nil {
+			ev = append(ev, a.warningEvents(o.Workload.kind, o.Workload.meta, 2)...)
 		}
+	}
+	msg := fmt.Sprintf("The deletion waits for %s.", strings.Join(parts, "; "))
+	if present > 0 {
+		msg += " An owner that is there has not finished its cleanup; its Warning events and logs say why."
+	}
+	if unknown > 0 {
+		msg += " An owner that was not found may run under another name, in a namespace not searched, or outside the " +
+			"cluster: find it before anything else."
+	}
+	msg += " Removing a finalizer by hand would skip cleanup its owner still intends to do."
+	summary := "not removed by its owner"
+	if present == 0 {
+		summary = "not removed; its owner was not found"
 	}
 	return checks.Draft{
 		RootCause: RootCauseFinalizerOwnerNotActing,
-		Summary:   fmt.Sprintf("%s for %s: finalizer %s not removed by its owner", subj.noun, age, strings.Join(subj.meta.GetFinalizers(), ", ")),
-		Message: fmt.Sprintf("The deletion waits for %s. Its owner has not finished its cleanup; its Warning events and "+
-			"logs say why. Removing the finalizer by hand would skip cleanup the owner still intends to do.", strings.Join(parts, "; ")),
-		Evidence: ev,
+		Summary:   fmt.Sprintf("%s for %s: finalizer %s %s", subj.noun, age, strings.Join(subj.meta.GetFinalizers(), ", "), summary),
+		Message:   msg,
+		Evidence:  ev,
 	}, true
 }
 
@@ -331,5 +277,5 @@ func notActingReason(o finalizerOwner) string {
 	case ownerBuiltIn:
 		return o.Owner + " is part of the control plane and has not removed it"
 	}
-	return "owner " + o.Owner + " could not be checked"
+	return "its owner was not found, which does not show it is gone"
 }

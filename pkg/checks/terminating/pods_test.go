@@ -37,7 +37,11 @@ func TestStuckTerminatingPods(t *testing.T) {
 				evidence: []string{"spec.nodeName ip-10-0-3-7: no such Node (1 nodes listed)", "PodGC", "deletionGracePeriodSeconds 30"},
 				message:  []string{"PodGC should have force-deleted it"},
 				fixes:    []string{checks.ActionForceDelete}, risks: []report.Risk{report.RiskLow}}},
-		{name: "node missing, already force-deleted, a finalizer owner is gone",
+		// A field manager is the writer's binary name (the apiserver falls back to the User-Agent's
+		// first word, managerOrUserAgent in k8s.io/apiserver/pkg/endpoints/handlers/rest.go; client-go
+		// sends the program's file name, DefaultKubernetesUserAgent in k8s.io/client-go/rest/config.go),
+		// so no workload named volume-janitor shows nothing: no finalizer is offered for removal.
+		{name: "node missing, already force-deleted, a finalizer whose owner was not found: no fix",
 			world: func(*testing.T) checktest.Cluster {
 				w := healthy()
 				w.Pods = []*corev1.Pod{replicaSetPod("target", checktest.OnNode("ip-10-0-3-7"), checktest.Deleted(12*time.Minute, 0),
@@ -45,10 +49,9 @@ func TestStuckTerminatingPods(t *testing.T) {
 				return w
 			},
 			want: want{rootCause: RootCauseNodeMissing, node: "ip-10-0-3-7",
-				evidence: []string{"only finalizers hold it", "finalizer example.com/release-volume: added by field manager volume-janitor"},
-				message:  []string{"example.com/release-volume has no running owner"},
-				fixes:    []string{checks.ActionRemoveFinalizer + ":example.com/release-volume"}, risks: []report.Risk{report.RiskMedium}}},
-		{name: "node missing, grace running, finalizer owner gone: remove it, then force-delete",
+				evidence: []string{"only finalizers hold it", "finalizer example.com/release-volume: not in the known-finalizer table; added by field manager volume-janitor",
+					"does not show the owner is gone"}}},
+		{name: "node missing, grace running, finalizer owner not found: force-delete only",
 			world: func(*testing.T) checktest.Cluster {
 				w := healthy()
 				w.Pods = []*corev1.Pod{replicaSetPod("target", checktest.OnNode("ip-10-0-3-7"), checktest.Deleted(12*time.Minute, 30),
@@ -56,7 +59,7 @@ func TestStuckTerminatingPods(t *testing.T) {
 				return w
 			},
 			want: want{rootCause: RootCauseNodeMissing, node: "ip-10-0-3-7",
-				fixes: []string{checks.ActionRemoveFinalizer + ":example.com/release-volume", checks.ActionForceDelete}}},
+				fixes: []string{checks.ActionForceDelete}}},
 		{name: "node missing, StatefulSet pod with a claim: force delete is riskier",
 			world: func(*testing.T) checktest.Cluster {
 				w := healthy()
@@ -126,7 +129,7 @@ func TestStuckTerminatingPods(t *testing.T) {
 				w.Pods = []*corev1.Pod{replicaSetPod("target", checktest.OnNode("node-b"), checktest.Deleted(8*time.Minute, 0), checktest.Finalizers("volume-janitor", "example.com/release-volume"))}
 				return w
 			},
-			want: want{rootCause: RootCauseFinalizerOwnerMissing, node: "node-b", fixes: []string{checks.ActionRemoveFinalizer + ":example.com/release-volume"}}},
+			want: want{rootCause: RootCauseFinalizerOwnerNotActing, node: "node-b", summary: []string{"its owner was not found"}}},
 		{name: "kwok v0.5.0 never ran pod-remove-finalizer",
 			world: func(*testing.T) checktest.Cluster {
 				w := checktest.Cluster{
@@ -241,7 +244,7 @@ func TestStuckTerminatingPods(t *testing.T) {
 				w.Pods[0].Name = "target"
 				return w
 			},
-			want: want{rootCause: RootCauseFinalizerOwnerMissing, node: "node-a", fixes: []string{checks.ActionRemoveFinalizer + ":example.com/snapshot"}}},
+			want: want{rootCause: RootCauseFinalizerOwnerNotActing, node: "node-a", evidence: []string{"no workload named backup-agent"}}},
 		{name: "kubelet cannot kill the container",
 			world: func(*testing.T) checktest.Cluster {
 				w := healthy()
@@ -265,15 +268,15 @@ func TestStuckTerminatingPods(t *testing.T) {
 				return w
 			},
 			want: want{rootCause: RootCauseKubeletKillFailing, node: "node-a", evidence: []string{"no kubelet Warning event about this pod"}}},
-		{name: "kubelet first, then the finalizer whose owner is gone",
+		{name: "kubelet first, then the finalizer",
 			world: func(*testing.T) checktest.Cluster {
 				w := healthy()
 				w.Pods = []*corev1.Pod{replicaSetPod("target", checktest.Deleted(9*time.Minute, 30), checktest.Finalizers("volume-janitor", "example.com/release-volume"))}
 				return w
 			},
 			want: want{rootCause: RootCauseKubeletKillFailing, node: "node-a",
-				evidence: []string{"after the kubelet: finalizer example.com/release-volume: added by field manager volume-janitor"}}},
-		{name: "pod with two finalizers, one owner gone and one running: only the orphan is removed",
+				evidence: []string{"after the kubelet: finalizer example.com/release-volume: not in the known-finalizer table; added by field manager volume-janitor"}}},
+		{name: "pod with two finalizers, one owner not found and one running: nothing removed",
 			world: func(*testing.T) checktest.Cluster {
 				w := healthy()
 				w.Deployments = []*appsv1.Deployment{checktest.Deployment("backup", "backup-agent", "agent", "acme/backup-agent:2.3.0", 2, 2)}
@@ -281,10 +284,10 @@ func TestStuckTerminatingPods(t *testing.T) {
 					checktest.Finalizers("volume-janitor", "example.com/release-volume"), checktest.Finalizers("backup-agent", "backup.acme.io/snapshot"))}
 				return w
 			},
-			want: want{rootCause: RootCauseFinalizerOwnerMissing, node: "node-a",
-				evidence: []string{"finalizer example.com/release-volume: added by field manager volume-janitor (metadata.managedFields; not in the known-finalizer table); no Deployment named volume-janitor",
-					"finalizer backup.acme.io/snapshot: added by field manager backup-agent", "Deployment backup/backup-agent: 2/2 available"},
-				fixes: []string{checks.ActionRemoveFinalizer + ":example.com/release-volume"}, risks: []report.Risk{report.RiskMedium}}},
+			want: want{rootCause: RootCauseFinalizerOwnerNotActing, node: "node-a",
+				evidence: []string{"finalizer example.com/release-volume: not in the known-finalizer table; added by field manager volume-janitor (metadata.managedFields); no workload named volume-janitor",
+					"finalizer backup.acme.io/snapshot: not in the known-finalizer table; added by field manager backup-agent", "named like the field manager: Deployment backup/backup-agent: 2/2 available"},
+				message: []string{"its owner was not found", "runs but has not removed it"}}},
 		{name: "near miss: the finalizer's owner runs and is healthy: not missing",
 			world: func(*testing.T) checktest.Cluster {
 				w := healthy()
@@ -313,7 +316,7 @@ func TestStuckTerminatingPods(t *testing.T) {
 				w.Unread = map[snapshot.Input]error{snapshot.InputPods: errors.New("get Pods: timeout")}
 				return w
 			},
-			want: want{rootCause: RootCauseFinalizerOwnerMissing, node: "", fixes: []string{checks.ActionRemoveFinalizer + ":example.com/release-volume"}}},
+			want: want{rootCause: RootCauseFinalizerOwnerNotActing, node: ""}},
 		{name: "nodes Unread: a missing node is not claimed",
 			world: func(*testing.T) checktest.Cluster {
 				w := healthy()
@@ -361,7 +364,7 @@ func TestStuckTerminatingPods(t *testing.T) {
 				w.Pods = []*corev1.Pod{replicaSetPod("target", checktest.OnNode("gone"), checktest.Deleted(time.Second, 0), checktest.Finalizers("volume-janitor", "example.com/release-volume"))}
 				return w
 			},
-			want: want{rootCause: RootCauseNodeMissing, node: "gone", fixes: []string{checks.ActionRemoveFinalizer + ":example.com/release-volume"}}},
+			want: want{rootCause: RootCauseNodeMissing, node: "gone"}},
 		{name: "near miss: a running pod",
 			world: func(*testing.T) checktest.Cluster {
 				w := healthy()
