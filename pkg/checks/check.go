@@ -152,6 +152,13 @@ func PodAnnotations(cs []Check) []string {
 	return out
 }
 
+// evidenceOnly are the inputs that only add evidence to what checks detect from the others: when
+// they stay unreadable, the checks reading them run degraded and the scan still looked. Any other
+// input a check reads, unread for a reason other than a stated limit, makes the scan blind there.
+var evidenceOnly = map[snapshot.Input]bool{
+	snapshot.InputEvents: true, snapshot.InputControllerLogs: true, snapshot.InputClusterAPILogs: true,
+}
+
 // Run runs the checks on the snapshot and returns their findings and coverage. minAge, when
 // non-negative, replaces every check's own threshold.
 func Run(s *snapshot.Snapshot, cs []Check, minAge time.Duration) ([]report.Finding, report.Coverage) {
@@ -161,7 +168,7 @@ func Run(s *snapshot.Snapshot, cs []Check, minAge time.Duration) ([]report.Findi
 		info := c.Info()
 		var missing, degraded []string
 		for _, n := range info.Needs {
-			if err, ok := s.Unread[n.Input]; ok && !n.Optional && !retry.Limit(err) && !slices.ContainsFunc(cov.Unread,
+			if err, ok := s.Unread[n.Input]; ok && !evidenceOnly[n.Input] && !retry.Limit(err) && !slices.ContainsFunc(cov.Unread,
 				func(u report.InputNote) bool { return u.Input == string(n.Input) }) {
 				// Not an RBAC limit: the scan did not look there.
 				cov.Unread = append(cov.Unread, report.InputNote{Input: string(n.Input), Reason: err.Error()})

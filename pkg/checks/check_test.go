@@ -118,20 +118,23 @@ func TestRunCoverage(t *testing.T) {
 }
 
 // An input unread for a reason other than a stated limit (RBAC) is named in coverage.Unread, once,
-// when a check detects from it; evidence-only inputs and denials are not.
+// when a check detects from it, optional or not; evidence-only inputs and denials are not.
 func TestRunCoverageUnread(t *testing.T) {
-	a := stub("a", Need{Input: snapshot.InputPods}, Need{Input: snapshot.InputEvents, Optional: true})
+	a := stub("a", Need{Input: snapshot.InputPods}, Need{Input: snapshot.InputEvents, Optional: true},
+		Need{Input: snapshot.InputObjects, Optional: true})
 	b := stub("b", Need{Input: snapshot.InputPods}, Need{Input: snapshot.InputNodes})
 	s := &snapshot.Snapshot{Unread: map[snapshot.Input]error{
-		snapshot.InputPods:   errors.New("list pods: Internal error (tried 5 times)"),
-		snapshot.InputEvents: errors.New("list events: Internal error (tried 5 times)"),
-		snapshot.InputNodes:  retry.LimitError("forbidden: list nodes"),
+		snapshot.InputPods:    errors.New("list pods: Internal error (tried 5 times)"),
+		snapshot.InputEvents:  errors.New("list events: Internal error (tried 5 times)"),
+		snapshot.InputNodes:   retry.LimitError("forbidden: list nodes"),
+		snapshot.InputObjects: errors.New("failed: list example.com/widgets (Internal error (tried 5 times))"),
 	}}
 	s.Index()
 	_, cov := Run(s, []Check{a, b}, -1)
-	if len(cov.Unread) != 1 || cov.Unread[0].Input != "pods" || !strings.Contains(cov.Unread[0].Reason, "tried 5 times") {
-		t.Errorf("unread = %+v, want pods only", cov.Unread)
+	if len(cov.Unread) != 2 || cov.Unread[0].Input != "pods" || !strings.Contains(cov.Unread[0].Reason, "tried 5 times") || cov.Unread[1].Input != "objects" {
+		t.Errorf("unread = %+v, want pods and objects", cov.Unread)
 	}
+	delete(s.Unread, snapshot.InputObjects)
 	delete(s.Unread, snapshot.InputPods)
 	if _, cov = Run(s, []Check{a, b}, -1); len(cov.Unread) != 0 || len(cov.Degraded) != 1 {
 		t.Errorf("unread %+v, degraded %+v; want no unread input and a degraded by the events", cov.Unread, cov.Degraded)
