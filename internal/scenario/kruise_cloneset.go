@@ -268,6 +268,9 @@ func (p *leaderProcess) writeStatus(ctx context.Context, u *unstructured.Unstruc
 	if conds, ok := old["conditions"]; ok {
 		status["conditions"] = conds
 	}
+	if msg := inPlaceOnlyRefusal(w, active, updateRevision); msg != "" {
+		status["conditions"] = setFailedUpdate(status["conditions"], msg)
+	}
 	if equality.Semantic.DeepEqual(runtime.DeepCopyJSONValue(old), runtime.DeepCopyJSONValue(status)) {
 		return nil
 	}

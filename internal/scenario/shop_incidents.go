@@ -132,10 +132,11 @@ func (b *builder) operations(ctx context.Context, _ *Shop) error {
 		b.deleted["image-resizer"] = append(b.deleted["image-resizer"], p.Name)
 	}
 	// inventory: the team wants memory resizes to restart the container and sets it in the
-	// template, with the rollout paused for a release freeze. A pod update may not change
-	// resizePolicy, so the running pods keep theirs.
+	// template, and has the CloneSet update only in place. kruise cannot change resizePolicy in
+	// place, and InPlaceOnly never recreates a pod: the rollout stops at the first pod
+	// (FailedUpdate), and the running pods keep their policy.
 	err = b.patchCloneSet(ctx, Namespace, "inventory", editManager, map[string]any{"spec": map[string]any{
-		"updateStrategy": map[string]any{"type": "InPlaceIfPossible", "paused": true},
+		"updateStrategy": map[string]any{"type": "InPlaceOnly"},
 		"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{
 			"name": "app", "image": "registry.shop.example/inventory:6.3.1",
 			"ports":     []any{map[string]any{"name": "http", "containerPort": 8080}},

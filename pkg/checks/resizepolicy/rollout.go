@@ -47,6 +47,10 @@ const (
 	// standPending pods are ones the rollout will still update: only a failing in-place update
 	// is reported.
 	standPending
+	// standStuck pods wait for a CloneSet rollout that its InPlaceOnly strategy refused to make
+	// in place (its FailedUpdate condition says so) and that never recreates them: judged against
+	// the workload's template, which a recreated pod gets.
+	standStuck
 )
 
 // placement is a pod's stand and the template a recreated pod would get.
@@ -70,6 +74,9 @@ type rollout struct {
 	live, notUpdated int
 	// rank is, for an Advanced StatefulSet updating in order, each live pod's rank by ordinal.
 	rank map[string]int
+	// refusal is the FailedUpdate condition of a CloneSet whose InPlaceOnly rollout stopped at a
+	// pod still waiting for it; nil otherwise.
+	refusal *kruise.WorkloadCondition
 }
 
 func newRollout(w *kruise.Workload, pods []*metav1.ObjectMeta) *rollout {
@@ -113,7 +120,46 @@ func newRollout(w *kruise.Workload, pods []*metav1.ObjectMeta) *rollout {
 			r.rank[o.name] = i
 		}
 	}
+	r.refusal = inPlaceOnlyRefusal(r, pods)
 	return r
+}
+
+// refusedPrefix and refusedSuffix frame the pod's name in the error a CloneSet's InPlaceOnly
+// rollout stops with when a change cannot be made in place (cloneset_update.go updatePod in
+// kruise v1.9.0), which becomes its FailedUpdate condition (cloneset_controller.go syncCloneSet).
+// A change of resizePolicy is such a change (inplace_update_defaults.go
+// defaultCalculateInPlaceUpdateSpec allows only images, resources and metadata).
+const (
+	refusedPrefix = "find Pod "
+	refusedSuffix = " update strategy is InPlaceOnly but can not update in-place"
+)
+
+// inPlaceOnlyRefusal returns the CloneSet's FailedUpdate condition when it names a pod that still
+// waits for the rollout: the condition is never removed, so one about a pod updated since, or gone,
+// is stale.
+func inPlaceOnlyRefusal(r *rollout, pods []*metav1.ObjectMeta) *kruise.WorkloadCondition {
+	w := r.w
+	if w.Kind != kruise.KindCloneSet || w.UpdateType != kruise.UpdateInPlaceOnly || w.Paused {
+		return nil
+	}
+	c, ok := w.Condition("FailedUpdate")
+	if !ok || c.Status != string(corev1.ConditionTrue) {
+		return nil
+	}
+	rest, ok := strings.CutPrefix(c.Message, refusedPrefix)
+	if !ok {
+		return nil
+	}
+	name, _, ok := strings.Cut(rest, refusedSuffix)
+	if !ok {
+		return nil
+	}
+	for _, p := range pods {
+		if p.Name == name && p.DeletionTimestamp == nil && p.Labels[revisionLabel] != r.update {
+			return &c
+		}
+	}
+	return nil
 }
 
 // place says where the pod stands; template looks up a revision's pod template.
@@ -126,6 +172,8 @@ func (r *rollout) place(p *metav1.ObjectMeta, template func(revision string) *co
 		// the user paused.
 	case rev == r.update:
 		pl.stand, pl.revision, pl.template = standUpdated, r.update, &r.w.Template
+	case r.pending(p) && r.refusal != nil:
+		pl.stand, pl.revision, pl.template = standStuck, r.update, &r.w.Template
 	case r.pending(p):
 		pl.stand, pl.revision, pl.template = standPending, r.update, &r.w.Template
 	case r.w.Kind == kruise.KindDaemonSet:
@@ -146,6 +194,9 @@ func (pl placement) why() string {
 	case standPending:
 		return fmt.Sprintf("pod is on revision %s; %s is rolling out updateRevision %s (%d of %d pods not updated, partition %d): the rollout replaces it",
 			pl.podRev, kn, r.update, r.notUpdated, r.live, r.partition)
+	case standStuck:
+		return fmt.Sprintf("pod is on revision %s; %s updateStrategy InPlaceOnly cannot update it in place to updateRevision %s and never recreates it (condition FailedUpdate: %q)",
+			pl.podRev, kn, r.update, quoteEvent(r.refusal.Message))
 	case standKept:
 		return fmt.Sprintf("pod is on revision %s, kept off %s updateRevision %s by partition %d; a recreated pod gets currentRevision %s",
 			pl.podRev, kn, r.update, r.partition, r.current)

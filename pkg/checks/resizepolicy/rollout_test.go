@@ -50,6 +50,16 @@ func onV19(w *kruise.Workload, ps []*corev1.Pod, revs ...*appsv1.ControllerRevis
 
 func pods(ps ...*corev1.Pod) []*corev1.Pod { return ps }
 
+// refused sets the FailedUpdate condition a CloneSet's InPlaceOnly rollout leaves when it cannot
+// update the pod in place.
+func refused(pod string) checktest.Option {
+	return func(m metav1.Object) {
+		_ = unstructured.SetNestedSlice(m.(*unstructured.Unstructured).Object, []any{map[string]any{"type": "FailedUpdate", "status": "True",
+			"lastTransitionTime": checktest.Ago(time.Hour).Format(time.RFC3339),
+			"message":            "find Pod " + pod + " update strategy is InPlaceOnly but can not update in-place"}}, "status", "conditions")
+	}
+}
+
 // podResult is what the check says about one pod: root cause ("" for none) and evict-pod.
 type podResult struct {
 	rootCause string
@@ -126,6 +136,37 @@ func TestResizePolicyDriftFollowsTheRollout(t *testing.T) {
 				w := rolloutWorkload(t, kruise.KindCloneSet, kruise.UpdateInPlaceIfPossible, 3, 1, []corev1.Container{newTpl})
 				return onV19(w, pods(workloadPod(w, "web-a", oldRev, 30*day, oldTpl), workloadPod(w, "web-b", oldRev, 30*day, oldTpl),
 					workloadPod(w, "web-c", newRev, 10*time.Minute, newTpl)))
+			},
+		},
+		{
+			// InPlaceOnly cannot make a resizePolicy change in place and never recreates: updatePod
+			// (cloneset_update.go) returns "find Pod %s update strategy is InPlaceOnly but can not
+			// update in-place", which syncCloneSet (cloneset_controller.go) sets as FailedUpdate.
+			// The rollout stops; an evicted pod comes back on updateRevision (scaleUpNumOldRevision 0).
+			name: "InPlaceOnly rollout refused: the pods it cannot update are findings, dated from the revision",
+			scene: func(t *testing.T) scene {
+				w := rolloutWorkload(t, kruise.KindCloneSet, kruise.UpdateInPlaceOnly, 2, 0, []corev1.Container{newTpl}, refused("web-a"))
+				return onV19(w, pods(workloadPod(w, "web-a", oldRev, 30*day, oldTpl), workloadPod(w, "web-b", oldRev, 30*day, oldTpl)),
+					controllerRevision(t, w, newRev, 2*day, true))
+			},
+			want: map[string]podResult{
+				"web-a": {rootCause: RootCauseResizePolicyImmutable, evict: true, since: checktest.Ago(2 * day),
+					evidence: []string{`cloneset/web updateStrategy InPlaceOnly cannot update it in place to updateRevision web-7c9f5d8b6 and never recreates it (condition FailedUpdate: "find Pod web-a update strategy is InPlaceOnly but can not update in-place")`}},
+				"web-b": {rootCause: RootCauseResizePolicyImmutable, evict: true, since: checktest.Ago(2 * day)},
+			},
+		},
+		{
+			name: "InPlaceOnly rollout with a stale refusal (the named pod was updated since): the rollout proceeds, no finding",
+			scene: func(t *testing.T) scene {
+				w := rolloutWorkload(t, kruise.KindCloneSet, kruise.UpdateInPlaceOnly, 2, 1, []corev1.Container{newTpl}, refused("web-a"))
+				return onV19(w, pods(workloadPod(w, "web-a", newRev, 30*day, newTpl), workloadPod(w, "web-b", oldRev, 30*day, oldTpl)))
+			},
+		},
+		{
+			name: "InPlaceOnly rollout without a refusal: the rollout proceeds, no finding",
+			scene: func(t *testing.T) scene {
+				w := rolloutWorkload(t, kruise.KindCloneSet, kruise.UpdateInPlaceOnly, 2, 0, []corev1.Container{newTpl})
+				return onV19(w, pods(workloadPod(w, "web-a", oldRev, 30*day, oldTpl), workloadPod(w, "web-b", oldRev, 30*day, oldTpl)))
 			},
 		},
 		{
