@@ -12,11 +12,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
@@ -26,6 +28,8 @@ type Clients struct {
 	Dynamic   dynamic.Interface
 	Metadata  metadata.Interface
 	Discovery discovery.DiscoveryInterface
+	// Timeout is the client's --request-timeout, if set: one read, with its retries, ends within it.
+	Timeout time.Duration
 }
 
 // Options tune a collection.
@@ -41,6 +45,9 @@ type Options struct {
 	// LogSince and LogLimitBytes bound the controller logs read.
 	LogSince      time.Duration
 	LogLimitBytes int64
+	// Retry bounds the retries of each read; the zero value is retry's default, within
+	// Clients.Timeout.
+	Retry retry.Policy
 	// Candidates returns the pods to read in full, given the metadata-only snapshot.
 	Candidates func(*snapshot.Snapshot) []types.UID
 	// Revisions returns the ControllerRevisions to read, asked along with the candidates.
@@ -74,9 +81,13 @@ type collector struct {
 	opts Options
 	snap *snapshot.Snapshot
 	mu   sync.Mutex
+	// retry is how every read rides out transient faults (retry.go).
+	retry retry.Policy
 	// resources found by discovery, for the objects input.
 	resources []discovered
 	discErr   error
+	// failedGroups are the groups whose discovery failed; nil when discovery failed whole.
+	failedGroups map[string]bool
 	// covered are resources another input reads whole; the objects input does not list them again.
 	covered map[schema.GroupResource]bool
 	// podsRV is the resourceVersion the pod list was read at; candidates are read at it or newer.
@@ -94,11 +105,19 @@ type collector struct {
 func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Input) (*snapshot.Snapshot, error) {
 	pageSizeSet := opts.PageSize > 0
 	opts.defaults()
-	col := &collector{c: c, opts: opts, snap: &snapshot.Snapshot{
+	if opts.Retry.Budget == 0 {
+		opts.Retry.Budget = c.Timeout
+	}
+	col := &collector{c: c, opts: opts, retry: opts.Retry, snap: &snapshot.Snapshot{
 		Scope: opts.Scope, Settings: opts.Settings,
 		Unread: map[snapshot.Input]error{}, Limits: map[snapshot.Input]string{}, Installed: map[string]bool{}, Logs: map[string]string{},
 	}}
-	sv, err := c.Discovery.ServerVersion()
+	var sv *version.Info
+	err := col.retry.Do(ctx, func(context.Context) error {
+		var err error
+		sv, err = c.Discovery.ServerVersion()
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read server version: %w", err)
 	}
@@ -198,7 +217,7 @@ func (col *collector) unread(in snapshot.Input, err error) {
 	col.mu.Lock()
 	defer col.mu.Unlock()
 	if prev, ok := col.snap.Unread[in]; ok {
-		err = fmt.Errorf("%v; %v", prev, err)
+		err = retry.Join(prev, err) // joined, so retry.Limit still sees each error
 	}
 	col.snap.Unread[in] = err
 }

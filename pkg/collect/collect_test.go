@@ -24,6 +24,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
@@ -31,12 +32,18 @@ var allNamespaces = Options{Scope: snapshot.Scope{AllNamespaces: true}}
 
 func collect(t *testing.T, c *fakeCluster, opts Options, inputs ...snapshot.Input) *snapshot.Snapshot {
 	t.Helper()
+	if opts.Retry == (retry.Policy{}) {
+		opts.Retry = fastRetry
+	}
 	s, err := Collect(context.Background(), c.clients(t), opts, inputs)
 	if err != nil {
 		t.Fatalf("Collect: %v", err)
 	}
 	return s
 }
+
+// fastRetry retries as the collector does, without the waits.
+var fastRetry = retry.Policy{Base: time.Microsecond, Max: time.Microsecond}
 
 // unread returns the snapshot's unread inputs as text.
 func unread(s *snapshot.Snapshot) map[snapshot.Input]string {
@@ -232,8 +239,8 @@ func TestCollectObjectsBeingDeleted(t *testing.T) {
 
 	slices.Sort(listed)
 	// Pods, events, namespaces and component statuses are never listed; nodes are read whole by
-	// their own input.
-	if want := []string{"configmaps", "deployments", "gadgets", "secrets", "things", "widgets"}; !reflect.DeepEqual(listed, want) {
+	// their own input. Only the 500 is retried, up to the policy's five attempts.
+	if want := []string{"configmaps", "deployments", "gadgets", "gadgets", "gadgets", "gadgets", "gadgets", "secrets", "things", "widgets"}; !reflect.DeepEqual(listed, want) {
 		t.Errorf("listed metadata-only %v, want %v", listed, want)
 	}
 	var got []string
@@ -245,7 +252,7 @@ func TestCollectObjectsBeingDeleted(t *testing.T) {
 		t.Errorf("objects being deleted = %v, want %v", got, want)
 	}
 	want := "discovery failed for metrics.k8s.io/v1beta1; forbidden: list example.com/widgets; " +
-		"failed: list example.com/gadgets (Internal error occurred: etcd timeout)"
+		"failed: list example.com/gadgets (Internal error occurred: etcd timeout (tried 5 times))"
 	if got := unread(s); len(got) != 1 || got[snapshot.InputObjects] != want {
 		t.Errorf("unread = %v, want objects: %s", got, want)
 	}

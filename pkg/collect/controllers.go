@@ -3,7 +3,6 @@ package collect
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
@@ -30,8 +30,12 @@ func (col *collector) readControllers(ctx context.Context) error {
 		deps = append(deps, d...)
 		return err
 	}
-	var errs []string
-	if err := listDeps(""); err != nil {
+	var errs []error
+	if err := listDeps(""); err != nil && !retry.Limit(err) {
+		// A fault, not a denial: the search is not narrowed.
+		deps = nil
+		errs = append(errs, err)
+	} else if err != nil {
 		deps = nil
 		namespaces := []string{col.opts.Settings.KruiseNamespace, metav1.NamespaceSystem}
 		if ns := col.namespace(); ns != "" {
@@ -39,7 +43,7 @@ func (col *collector) readControllers(ctx context.Context) error {
 		}
 		for _, ns := range uniq(namespaces) {
 			if err := listDeps(ns); err != nil {
-				errs = append(errs, err.Error())
+				errs = append(errs, err)
 			}
 		}
 	}
@@ -48,14 +52,16 @@ func (col *collector) readControllers(ctx context.Context) error {
 	// The kruise-manager's leader Lease and pods.
 	if mgr := kruise.FindManager(deps, col.opts.Settings.KruiseNamespace, col.opts.Settings.KruiseDeployment); mgr != nil {
 		if err := col.listLeases(ctx, mgr.LeaseNamespace, false); err != nil {
-			errs = append(errs, err.Error())
+			errs = append(errs, err)
 		}
 		ns := mgr.Deployment.Namespace
 		sel, err := metav1.LabelSelectorAsSelector(mgr.Deployment.Spec.Selector)
 		if err == nil {
-			l, err := col.c.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+			l, err := get(ctx, col, func(ctx context.Context) (*corev1.PodList, error) {
+				return col.c.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+			})
 			if err != nil {
-				errs = append(errs, readErr("list", "pods in "+ns, err).Error())
+				errs = append(errs, readErr("list", "pods in "+ns, err))
 			} else {
 				col.add(func(s *snapshot.Snapshot) {
 					for i := range l.Items {
@@ -65,10 +71,7 @@ func (col *collector) readControllers(ctx context.Context) error {
 			}
 		}
 	}
-	if len(errs) > 0 {
-		return errors.New(strings.Join(errs, "; "))
-	}
-	return nil
+	return retry.Join(errs...)
 }
 
 // readLogs reads the kruise-manager leader's recent log, bounded in time and size, and keeps
@@ -90,26 +93,32 @@ func (col *collector) readLogs(ctx context.Context) error {
 	}
 	since := int64(col.opts.LogSince.Seconds())
 	limit := col.opts.LogLimitBytes
-	req := col.c.Kube.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{
-		Container: kruise.ManagerContainer, SinceSeconds: &since, LimitBytes: &limit,
-	})
-	stream, err := req.Stream(ctx)
-	if err != nil {
-		return readErr("get", "pods/log of "+ns+"/"+pod, err)
-	}
-	defer stream.Close()
-	var kept strings.Builder
-	sc := bufio.NewScanner(io.LimitReader(stream, limit))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if line := sc.Text(); kruise.IsExpectationLogLine(line) {
-			kept.WriteString(line)
-			kept.WriteByte('\n')
+	// A log cut short is read again whole.
+	kept, err := get(ctx, col, func(ctx context.Context) (string, error) {
+		stream, err := col.c.Kube.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{
+			Container: kruise.ManagerContainer, SinceSeconds: &since, LimitBytes: &limit,
+		}).Stream(ctx)
+		if err != nil {
+			return "", readErr("get", "pods/log of "+ns+"/"+pod, err)
 		}
+		defer stream.Close()
+		var kept strings.Builder
+		sc := bufio.NewScanner(io.LimitReader(stream, limit))
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			if line := sc.Text(); kruise.IsExpectationLogLine(line) {
+				kept.WriteString(line)
+				kept.WriteByte('\n')
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return "", fmt.Errorf("read pods/log of %s/%s: %w", ns, pod, err)
+		}
+		return kept.String(), nil
+	})
+	if err != nil {
+		return err
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read pods/log of %s/%s: %w", ns, pod, err)
-	}
-	col.add(func(s *snapshot.Snapshot) { s.Logs[ns+"/"+pod] = kept.String() })
+	col.add(func(s *snapshot.Snapshot) { s.Logs[ns+"/"+pod] = kept })
 	return nil
 }

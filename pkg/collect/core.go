@@ -40,7 +40,9 @@ func (col *collector) listLeases(ctx context.Context, ns string, node bool) erro
 // readNamespaces reads the namespace in scope, or every namespace.
 func (col *collector) readNamespaces(ctx context.Context) error {
 	if ns := col.namespace(); ns != "" {
-		n, err := col.c.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		n, err := get(ctx, col, func(ctx context.Context) (*corev1.Namespace, error) {
+			return col.c.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		})
 		if err != nil {
 			return readErr("get", "namespaces/"+ns, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/discovery"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
 )
 
 // API groups whose presence the checks care about.
@@ -27,22 +28,36 @@ type discovered struct {
 }
 
 // discover records the API groups the cluster serves and the resources that can be listed. A
-// group whose discovery fails is noted for the objects input; the others are still used.
+// discovery that fails whole is retried; when it still fails, or some groups fail (aggregated
+// APIs that are down, not retried: they stay down a while), this is noted for the objects input
+// and for the inputs of those groups (discoveryErr); the groups found are still used.
 func (col *collector) discover(ctx context.Context) {
-	_, lists, err := col.c.Discovery.ServerGroupsAndResources()
+	var (
+		lists  []*metav1.APIResourceList
+		gdf    *discovery.ErrGroupDiscoveryFailed
+		failed error
+	)
+	err := col.retry.Do(ctx, func(context.Context) error {
+		_, lists, failed = col.c.Discovery.ServerGroupsAndResources()
+		if errors.As(failed, &gdf) {
+			return nil
+		}
+		return failed
+	})
 	if err != nil {
-		var gdf *discovery.ErrGroupDiscoveryFailed
-		if !errors.As(err, &gdf) {
-			col.discErr = fmt.Errorf("discovery: %w", err)
-			return
-		}
-		// Some aggregated APIs are down; the rest is still usable.
-		var failed []string
+		col.discErr = fmt.Errorf("discovery: %w", err)
+		return
+	}
+	if gdf != nil {
+		col.failedGroups = map[string]bool{}
+		var names []string
 		for gv := range gdf.Groups {
-			failed = append(failed, gv.String())
+			names = append(names, gv.String())
+			col.failedGroups[gv.Group] = true
 		}
-		sort.Strings(failed)
-		col.discErr = fmt.Errorf("discovery failed for %s", strings.Join(failed, ", "))
+		sort.Strings(names)
+		// A stated limit: an API that is down is what the checks diagnose, not a blind scan.
+		col.discErr = retry.LimitError(fmt.Sprintf("discovery failed for %s", strings.Join(names, ", ")))
 	}
 	for _, l := range lists {
 		gv, err := schema.ParseGroupVersion(l.GroupVersion)
@@ -59,7 +74,15 @@ func (col *collector) discover(ctx context.Context) {
 			})
 		}
 	}
-	_ = ctx
+}
+
+// discoveryErr is why whether group is served is not known: discovery failed whole, or for that
+// group. An input of an optional API reports it rather than taking the API for not installed.
+func (col *collector) discoveryErr(group string) error {
+	if col.discErr != nil && (col.failedGroups == nil || col.failedGroups[group]) {
+		return col.discErr
+	}
+	return nil
 }
 
 func hasVerb(verbs metav1.Verbs, v string) bool {

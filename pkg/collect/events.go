@@ -21,6 +21,7 @@ func (col *collector) readEvents(ctx context.Context) error {
 	ns := col.namespace()
 	var events []*corev1.Event
 	list := func(sel string) error {
+		mark := len(events)
 		return col.paginate(ctx, metav1.ListOptions{FieldSelector: sel}, func(ctx context.Context, o metav1.ListOptions) (string, error) {
 			l, err := col.c.Kube.CoreV1().Events(ns).List(ctx, o)
 			if err != nil {
@@ -34,7 +35,7 @@ func (col *collector) readEvents(ctx context.Context) error {
 				}
 			}
 			return l.Continue, nil
-		})
+		}, func() { events = events[:mark] })
 	}
 	selectors := []string{"type=" + corev1.EventTypeWarning}
 	if col.snap.Installed[GroupKruise] {

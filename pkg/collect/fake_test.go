@@ -135,6 +135,8 @@ type podServer struct {
 	status int
 	// body, when set, is every response's body.
 	body []byte
+	// faults, by request number (0-based), answer that request with a fault instead.
+	faults map[int]podFault
 	// reqs are the namespace and query of each request.
 	reqs []string
 }
@@ -154,6 +156,10 @@ func (s *podServer) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	q := req.URL.Query()
 	s.reqs = append(s.reqs, ns+"?"+req.URL.RawQuery)
+	fault := s.faults[len(s.reqs)-1]
+	if fault.status != 0 {
+		return respondStatus(req, fault.status), nil
+	}
 	if s.status != 0 {
 		st := apierrors.NewGenericServerResponse(s.status, "list", schema.GroupResource{Resource: "pods"}, "", "refused", 0, false).ErrStatus
 		st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
@@ -200,7 +206,28 @@ func (s *podServer) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	return respond(req, http.StatusOK, "application/vnd.kubernetes.protobuf", protoEnvelope(raw)), nil
+	body := protoEnvelope(raw)
+	if fault.cutLast > 0 {
+		body = body[:len(body)-fault.cutLast]
+	}
+	return respond(req, http.StatusOK, "application/vnd.kubernetes.protobuf", body), nil
+}
+
+// podFault is one request's fault: an error status, or a body whose last cutLast bytes never
+// arrive (the connection broke).
+type podFault struct {
+	status  int
+	cutLast int
+}
+
+// respondStatus answers with the apiserver's Status for code (410: an expired continue token).
+func respondStatus(req *http.Request, code int) *http.Response {
+	st := apierrors.NewGenericServerResponse(code, "list", schema.GroupResource{Resource: "pods"}, "", "refused", 0, false).ErrStatus
+	if code == http.StatusGone {
+		st = apierrors.NewResourceExpired("the provided continue parameter is too old").ErrStatus
+	}
+	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+	return respond(req, code, "application/json", mustJSON(st))
 }
 
 // protoEnvelope wraps an encoded object as the apiserver sends it: the magic, then a

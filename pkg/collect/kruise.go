@@ -14,6 +14,9 @@ import (
 // readWorkloads reads the OpenKruise workloads in scope (CloneSets, Advanced StatefulSets and
 // DaemonSets) at the versions the cluster serves.
 func (col *collector) readWorkloads(ctx context.Context) error {
+	if err := col.discoveryErr(GroupKruise); err != nil {
+		return err
+	}
 	if !col.snap.Installed[GroupKruise] {
 		return nil
 	}
@@ -45,6 +48,9 @@ func (col *collector) readWorkloads(ctx context.Context) error {
 
 // readSidecarSets reads every SidecarSet; one that does not decode is left out.
 func (col *collector) readSidecarSets(ctx context.Context) error {
+	if err := col.discoveryErr(GroupKruise); err != nil {
+		return err
+	}
 	if !col.served(kruise.SidecarSets) {
 		return nil
 	}

@@ -11,16 +11,26 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// readErr turns an API error into the short reason the report shows.
+// readErr turns an API error into the short reason the report shows. The error stays wrapped, so
+// retry.Limit and retry.Transient still classify it.
 func readErr(verb, what string, err error) error {
 	switch {
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("forbidden: %s %s", verb, what)
+		return &shortErr{msg: fmt.Sprintf("forbidden: %s %s", verb, what), err: err}
 	case apierrors.IsNotFound(err):
-		return fmt.Errorf("not found: %s %s", verb, what)
+		return &shortErr{msg: fmt.Sprintf("not found: %s %s", verb, what), err: err}
 	}
 	return fmt.Errorf("%s %s: %w", verb, what, err)
 }
+
+// shortErr shows msg for the error it wraps.
+type shortErr struct {
+	msg string
+	err error
+}
+
+func (e *shortErr) Error() string { return e.msg }
+func (e *shortErr) Unwrap() error { return e.err }
 
 // resourceName is how a resource is named in the report: group/resource, or resource for the
 // core group.
@@ -31,18 +41,28 @@ func resourceName(gvr schema.GroupVersionResource) string {
 	return gvr.Group + "/" + gvr.Resource
 }
 
-// paginate calls page with the limit and continue token until the list is read whole.
-func (col *collector) paginate(ctx context.Context, opts metav1.ListOptions, page func(context.Context, metav1.ListOptions) (string, error)) error {
+// paginate calls page with the limit and continue token until the list is read whole. page adds
+// a page's items only when it returns no error, so a page that failed transiently is asked for
+// again with the same continue token; when the token has expired (410), the list starts over
+// after reset forgets what was read.
+func (col *collector) paginate(ctx context.Context, opts metav1.ListOptions, page func(context.Context, metav1.ListOptions) (string, error), reset func()) error {
 	opts.Limit = col.opts.PageSize
+	tries := col.retry.Start()
+	restarts := 0
 	for {
 		cont, err := page(ctx, opts)
-		if err != nil {
-			return err
-		}
-		if cont == "" {
+		switch {
+		case err == nil && cont == "":
 			return nil
+		case err == nil:
+			opts.Continue = cont
+		case opts.Continue != "" && expired(err) && restarts < maxRestarts:
+			restarts++
+			reset()
+			opts.Continue = ""
+		case !tries.Again(ctx, err):
+			return tries.Err(err)
 		}
-		opts.Continue = cont
 	}
 }
 
@@ -62,7 +82,7 @@ func listAll[L interface{ GetContinue() string }, T any](ctx context.Context, co
 			out = append(out, &page[i])
 		}
 		return l.GetContinue(), nil
-	})
+	}, func() { out = nil })
 	return out, err
 }
 

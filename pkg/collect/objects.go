@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
@@ -66,7 +66,7 @@ func (col *collector) readObjects(ctx context.Context) error {
 					}
 				}
 				return l.Continue, nil
-			})
+			}, func() { found = nil })
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -87,22 +87,19 @@ func (col *collector) readObjects(ctx context.Context) error {
 		}(r)
 	}
 	wg.Wait()
-	var errs []string
+	var errs []error
 	if col.discErr != nil {
-		errs = append(errs, col.discErr.Error())
+		errs = append(errs, col.discErr)
 	}
 	if len(forbidden) > 0 {
 		sort.Strings(forbidden)
-		errs = append(errs, "forbidden: list "+summarize(forbidden, 6))
+		errs = append(errs, retry.LimitError("forbidden: list "+summarize(forbidden, 6)))
 	}
 	if len(failed) > 0 {
 		sort.Strings(failed)
-		errs = append(errs, "failed: list "+summarize(failed, 3))
+		errs = append(errs, errors.New("failed: list "+summarize(failed, 3)))
 	}
-	if len(errs) > 0 {
-		return errors.New(strings.Join(errs, "; "))
-	}
-	return nil
+	return retry.Join(errs...)
 }
 
 // coveredResources are the resources that other wanted inputs list whole.

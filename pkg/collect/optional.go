@@ -16,6 +16,9 @@ var (
 
 // readAPIServices reads the aggregated APIServices, when the cluster serves them.
 func (col *collector) readAPIServices(ctx context.Context) error {
+	if err := col.discoveryErr(apiServices.Group); err != nil {
+		return err
+	}
 	if !col.snap.Installed[apiServices.Group] {
 		return nil
 	}
@@ -26,6 +29,9 @@ func (col *collector) readAPIServices(ctx context.Context) error {
 
 // readClusters reads Cluster API Clusters in scope, when the cluster serves them.
 func (col *collector) readClusters(ctx context.Context) error {
+	if err := col.discoveryErr(capiCluster.Group); err != nil {
+		return err
+	}
 	if !col.served(capiCluster) {
 		return nil
 	}

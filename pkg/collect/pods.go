@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
@@ -44,7 +45,7 @@ func (col *collector) readPods(ctx context.Context) error {
 			*p = *m
 			in.meta(p)
 			pods = append(pods, p)
-		})
+		}, func() { pods, slab = nil, nil })
 	if err != nil {
 		err = readErr("list", "pods", err)
 	}
@@ -99,10 +100,12 @@ func (col *collector) readCandidates(ctx context.Context, uids []types.UID) (int
 		in.managedFields(&p.ObjectMeta)
 		full = append(full, p)
 	}
+	allLimits := true
 	fail := func(err error) {
 		mu.Lock()
 		defer mu.Unlock()
 		errs = append(errs, err.Error())
+		allLimits = allLimits && retry.Limit(err)
 	}
 	for _, l := range lists {
 		wg.Go(func() {
@@ -116,9 +119,10 @@ func (col *collector) readCandidates(ctx context.Context, uids []types.UID) (int
 			// are skipped undecoded.
 			opts := metav1.ListOptions{LabelSelector: l.selector(col.opts.Scope.LabelSelector),
 				ResourceVersion: col.podsRV, ResourceVersionMatch: resourceVersionMatch(col.podsRV)}
-			err := col.streamPods(ctx, ns, opts, col.podPageSize, fullListAccept, func(body io.Reader, listMeta func(*metav1.ListMeta)) error {
-				return decodePodPage(body, listMeta, want, keep)
-			})
+			// keep takes each pod once, so a page read again after a fault needs no skipping.
+			err := col.streamPods(ctx, ns, opts, col.podPageSize, fullListAccept, func(body io.Reader, listMeta func(*metav1.ListMeta), _ int) (int, error) {
+				return 0, decodePodPage(body, listMeta, want, keep)
+			}, func() {})
 			if err != nil {
 				fail(readErr("list", "pods -l "+l.selector(""), err))
 			}
@@ -128,7 +132,9 @@ func (col *collector) readCandidates(ctx context.Context, uids []types.UID) (int
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			got, err := col.c.Kube.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{ResourceVersion: col.podsRV})
+			got, err := get(ctx, col, func(ctx context.Context) (*corev1.Pod, error) {
+				return col.c.Kube.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{ResourceVersion: col.podsRV})
+			})
 			switch {
 			case apierrors.IsNotFound(err):
 				// Deleted since the list: nothing left to diagnose.
@@ -145,7 +151,11 @@ func (col *collector) readCandidates(ctx context.Context, uids []types.UID) (int
 	col.add(func(s *snapshot.Snapshot) { s.FullPods = append(s.FullPods, full...) })
 	if len(errs) > 0 {
 		sort.Strings(errs)
-		return len(cands), fmt.Errorf("read candidate pods: %s", summarize(uniq(errs), 3))
+		err := fmt.Errorf("read candidate pods: %s", summarize(uniq(errs), 3))
+		if allLimits {
+			err = retry.LimitError(err.Error())
+		}
+		return len(cands), err
 	}
 	return len(cands), nil
 }

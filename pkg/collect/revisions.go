@@ -50,7 +50,7 @@ func (col *collector) readRevisions(ctx context.Context) int {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			cr, err := col.getRevision(ctx, r)
+			cr, err := get(ctx, col, func(ctx context.Context) (*appsv1.ControllerRevision, error) { return col.getRevision(ctx, r) })
 			switch {
 			case apierrors.IsNotFound(err):
 			case err != nil:

@@ -46,20 +46,26 @@ func streamsLists(major, minor string) bool {
 
 // podPage is the response of one page request.
 type podPage struct {
-	body io.ReadCloser
-	err  error
+	body   io.ReadCloser
+	err    error
+	cancel context.CancelFunc
 }
 
 // listDecoder reads one list response and calls listMeta as soon as it has the list's metadata.
-type listDecoder func(body io.Reader, listMeta func(*metav1.ListMeta)) error
+// It hands on the items after the first skip (a page read again after it broke) and returns how
+// many items it read, skipped ones included.
+type listDecoder func(body io.Reader, listMeta func(*metav1.ListMeta), skip int) (int, error)
 
 // streamPods lists the pods of namespace ns ("" for all) with opts, asking for accept, in pages of
 // limit pods (0: one response), and hands each response to decode as it arrives. The next page is
 // requested as soon as decode reports the continue token. A resourceVersion in opts applies to the
 // first page; the others carry theirs in the continue token.
-func (col *collector) streamPods(ctx context.Context, ns string, opts metav1.ListOptions, limit int64, accept string, decode listDecoder) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+//
+// A page that fails transiently (an error answer, or a body cut short) is asked for again: a later
+// page with the same continue token, which the apiserver serves from the same snapshot, so the
+// items already handed on are skipped; the first page, an unpaged list, or a page whose token
+// expired (410) start the list over, after restart forgets what was handed on.
+func (col *collector) streamPods(ctx context.Context, ns string, opts metav1.ListOptions, limit int64, accept string, decode listDecoder, restart func()) error {
 	opts.Limit = limit
 	open := func(cont string) <-chan podPage {
 		ch := make(chan podPage, 1)
@@ -67,65 +73,106 @@ func (col *collector) streamPods(ctx context.Context, ns string, opts metav1.Lis
 		if cont != "" {
 			o.Continue, o.ResourceVersion, o.ResourceVersionMatch = cont, "", ""
 		}
+		rctx, cancel := context.WithCancel(ctx)
 		go func() {
 			body, err := col.c.Kube.CoreV1().RESTClient().Get().
 				Namespace(ns).Resource("pods").
 				VersionedParams(&o, scheme.ParameterCodec).
 				SetHeader("Accept", accept).
-				Stream(ctx)
-			ch <- podPage{body: body, err: err}
+				Stream(rctx)
+			ch <- podPage{body: body, err: err, cancel: cancel}
 		}()
 		return ch
 	}
 	// A page requested but not read when an error stops the list is closed here.
 	var pending <-chan podPage
-	defer func() {
+	drop := func() {
 		if pending != nil {
-			cancel()
-			if p := <-pending; p.body != nil {
+			p := <-pending
+			p.cancel()
+			if p.body != nil {
 				p.body.Close()
 			}
+			pending = nil
 		}
-	}()
+	}
+	defer drop()
+	tries := col.retry.Start()
+	var (
+		cont     string // the continue token of the page being read; "" for the first
+		skip     int    // the items of that page already handed on
+		restarts int
+	)
 	pending = open("")
 	for pending != nil {
 		p := <-pending
 		pending = nil
-		if p.err != nil {
-			return p.err
-		}
-		err := decode(p.body, func(lm *metav1.ListMeta) {
-			if lm.Continue != "" && pending == nil {
-				pending = open(lm.Continue)
+		next, n, err := "", 0, p.err
+		if err == nil {
+			n, err = decode(p.body, func(lm *metav1.ListMeta) {
+				if lm.Continue != "" && pending == nil {
+					next = lm.Continue
+					pending = open(next)
+				}
+			}, skip)
+			p.body.Close()
+			if err != nil {
+				err = fmt.Errorf("decode pod list: %w", err)
 			}
-		})
-		p.body.Close()
-		if err != nil {
-			return fmt.Errorf("decode pod list: %w", err)
 		}
+		p.cancel()
+		if err == nil {
+			cont, skip = next, 0
+			continue
+		}
+		drop()
+		switch {
+		case cont != "" && expired(err) && restarts < maxRestarts:
+			restarts++
+			cont, skip = "", 0
+			restart()
+		case !tries.Again(ctx, err):
+			return tries.Err(err)
+		case cont == "" || limit == 0:
+			skip = 0
+			restart()
+		default:
+			skip = max(skip, n)
+		}
+		pending = open(cont)
 	}
 	return nil
 }
 
 // streamPodMeta lists the pods of namespace ns ("" for all) metadata-only, in pages of limit
 // pods (0: one response), and calls list with the first page's list metadata, then meta with each
-// pod's metadata (without managedFields) in order. meta must not keep the ObjectMeta pointer past
+// pod's metadata (without managedFields) in order, each once; restart is called when the list
+// starts over (after a fault) and must forget every pod meta was given. meta must not keep the ObjectMeta pointer past
 // the call; it may keep what it points to.
 func (col *collector) streamPodMeta(ctx context.Context, ns string, opts metav1.ListOptions, limit int64,
-	list func(*metav1.ListMeta), meta func(*metav1.ObjectMeta)) error {
+	list func(*metav1.ListMeta), meta func(*metav1.ObjectMeta), restart func()) error {
 	var item metav1.ObjectMeta
 	first := true
 	annotations := map[string]bool{}
 	for _, a := range col.opts.PodAnnotations {
 		annotations[a] = true
 	}
-	return col.streamPods(ctx, ns, opts, limit, metadataListAccept, func(body io.Reader, listMeta func(*metav1.ListMeta)) error {
-		return decodeMetaPage(body, &item, annotations, func(lm *metav1.ListMeta) {
+	return col.streamPods(ctx, ns, opts, limit, metadataListAccept, func(body io.Reader, listMeta func(*metav1.ListMeta), skip int) (int, error) {
+		n := 0
+		err := decodeMetaPage(body, &item, annotations, func(lm *metav1.ListMeta) {
 			if first {
 				first = false
 				list(lm)
 			}
 			listMeta(lm)
-		}, meta)
+		}, func(m *metav1.ObjectMeta) {
+			if n++; n > skip {
+				meta(m)
+			}
+		})
+		return n, err
+	}, func() {
+		first = true
+		restart()
 	})
 }

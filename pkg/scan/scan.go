@@ -63,7 +63,7 @@ func Clients(cfg *rest.Config) (collect.Clients, error) {
 	if err != nil {
 		return collect.Clients{}, fmt.Errorf("create discovery client: %w", err)
 	}
-	return collect.Clients{Kube: kube, Dynamic: dyn, Metadata: meta, Discovery: disc}, nil
+	return collect.Clients{Kube: kube, Dynamic: dyn, Metadata: meta, Discovery: disc, Timeout: cfg.Timeout}, nil
 }
 
 // Run collects and checks, returning the normalized report and the snapshot it was built from.

@@ -36,16 +36,30 @@ func IsProtobuf(br *bufio.Reader) bool {
 // Decode reads a protobuf list response (the magic, then a runtime.Unknown whose raw field holds
 // the list) from br, calling list with the list metadata when it arrives and item with each item's
 // encoding (valid only during the call). The apiserver writes the metadata before the items, so
-// list learns the continue token before the first item is read.
+// list learns the continue token before the first item is read. A response that ends before its
+// list did (the connection broke) is io.ErrUnexpectedEOF, never a shorter list.
 func Decode(br *bufio.Reader, list func(*metav1.ListMeta), item func([]byte) error) error {
+	err := decodeStream(br, list, item)
+	if errors.Is(err, io.EOF) {
+		// The end of the stream anywhere but after the list is a truncation.
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+func decodeStream(br *bufio.Reader, list func(*metav1.ListMeta), item func([]byte) error) error {
 	if _, err := br.Discard(len(Magic)); err != nil {
-		return err
+		return io.ErrUnexpectedEOF
 	}
 	var buf []byte
 	env := &reader{br: br, left: math.MaxInt64, outermost: true}
+	read := false
 	for {
 		num, typ, err := env.tag()
 		if errors.Is(err, io.EOF) {
+			if !read {
+				return io.ErrUnexpectedEOF
+			}
 			return nil
 		}
 		if err != nil {
@@ -69,6 +83,7 @@ func Decode(br *bufio.Reader, list func(*metav1.ListMeta), item func([]byte) err
 			return err
 		}
 		env.left -= int64(n)
+		read = true
 	}
 }
 
