@@ -6,7 +6,7 @@ import (
 )
 
 // Field managers name the writer's binary (the apiserver falls back to the User-Agent's first
-// word, managerOrUserAgent in k8s.io/apiserver/pkg/endpoints/handlers/rest.go; client-go sends the
+// word, managerOrUserAgent in k8s.io/apiserver/pkg/endpoints/handlers/create.go; client-go sends the
 // program's file name, DefaultKubernetesUserAgent in k8s.io/client-go/rest/config.go).
 func TestClassifyFieldManager(t *testing.T) {
 	for name, want := range map[string]FieldManagerKind{

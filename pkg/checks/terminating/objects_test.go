@@ -22,7 +22,7 @@ func TestStuckTerminatingObjects(t *testing.T) {
 		want  want
 	}{
 		// The field manager is the writer's binary name (managerOrUserAgent and prefixFromUserAgent,
-		// k8s.io/apiserver/pkg/endpoints/handlers/rest.go), not a workload's: finding no workload so
+		// k8s.io/apiserver/pkg/endpoints/handlers/create.go), not a workload's: finding no workload so
 		// named is no evidence that the owner is gone, so no finalizer is offered for removal.
 		{name: "unknown finalizer whose field manager names no workload: owner not found, no fix",
 			world: func() checktest.Cluster {

@@ -38,7 +38,7 @@ func TestStuckTerminatingPods(t *testing.T) {
 				message:  []string{"PodGC should have force-deleted it"},
 				fixes:    []string{checks.ActionForceDelete}, risks: []report.Risk{report.RiskLow}}},
 		// A field manager is the writer's binary name (the apiserver falls back to the User-Agent's
-		// first word, managerOrUserAgent in k8s.io/apiserver/pkg/endpoints/handlers/rest.go; client-go
+		// first word, managerOrUserAgent in k8s.io/apiserver/pkg/endpoints/handlers/create.go; client-go
 		// sends the program's file name, DefaultKubernetesUserAgent in k8s.io/client-go/rest/config.go),
 		// so no workload named volume-janitor shows nothing: no finalizer is offered for removal.
 		{name: "node missing, already force-deleted, a finalizer whose owner was not found: no fix",
