@@ -35,7 +35,7 @@ func (c check) Run(s *snapshot.Snapshot, threshold time.Duration) []report.Findi
 	var pods []*podDiff
 	for _, w := range inPlaceWorkloads(s) {
 		owned := ownedPods(s, w)
-		r := newRollout(w, owned)
+		r := newRollout(s, w, owned)
 		for _, meta := range owned {
 			pod, full := s.FullPod(meta.UID)
 			if !full {

@@ -86,7 +86,7 @@ func (check) RevisionCandidates(s *snapshot.Snapshot) []snapshot.RevisionRead {
 	var out []snapshot.RevisionRead
 	for _, w := range inPlaceWorkloads(s) {
 		pods := ownedPods(s, w)
-		r := newRollout(w, pods)
+		r := newRollout(s, w, pods)
 		asked := map[string]bool{}
 		ask := func(label string, full bool) {
 			cr := env.hist.revision(w, label)

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
 // A pod's drift matters only where its controller would carry a template to it: evicting a pod
@@ -74,12 +75,14 @@ type rollout struct {
 	live, notUpdated int
 	// rank is, for an Advanced StatefulSet updating in order, each live pod's rank by ordinal.
 	rank map[string]int
+	// cut is true when a label selector left some of the workload's pods out of the snapshot.
+	cut bool
 	// refusal is the FailedUpdate condition of a CloneSet whose InPlaceOnly rollout stopped at a
 	// pod still waiting for it; nil otherwise.
 	refusal *kruise.WorkloadCondition
 }
 
-func newRollout(w *kruise.Workload, pods []*metav1.ObjectMeta) *rollout {
+func newRollout(s *snapshot.Snapshot, w *kruise.Workload, pods []*metav1.ObjectMeta) *rollout {
 	r := &rollout{w: w, update: w.Status.UpdateRevision, current: w.Status.CurrentRevision}
 	if w.Kind == kruise.KindDaemonSet {
 		r.update, r.current = w.Status.DaemonSetHash, ""
@@ -121,7 +124,21 @@ func newRollout(w *kruise.Workload, pods []*metav1.ObjectMeta) *rollout {
 		}
 	}
 	r.refusal = inPlaceOnlyRefusal(r, pods)
+	r.cut = podListCut(s, w, r.live)
 	return r
+}
+
+// podListCut reports whether the scan's label selector left some of the workload's pods out:
+// the controller's counts cannot be redone then, so none of its pods is judged.
+func podListCut(s *snapshot.Snapshot, w *kruise.Workload, live int) bool {
+	if s.Scope.LabelSelector == "" {
+		return false
+	}
+	want := w.Status.Replicas
+	if w.Kind == kruise.KindDaemonSet {
+		want = w.Status.DesiredNumberScheduled
+	}
+	return live < int(want)
 }
 
 // refusedPrefix and refusedSuffix frame the pod's name in the error a CloneSet's InPlaceOnly
@@ -167,9 +184,9 @@ func (r *rollout) place(p *metav1.ObjectMeta, template func(revision string) *co
 	rev := p.Labels[revisionLabel]
 	pl := placement{podRev: rev, r: r}
 	switch {
-	case r.update == "", rev == r.update && r.recreatedOnCurrent(p), rev != r.update && r.w.Paused:
-		// Held: no update revision yet, a recreation that would take the pod back, or a rollout
-		// the user paused.
+	case r.cut, r.update == "", rev == r.update && r.recreatedOnCurrent(p), rev != r.update && r.w.Paused:
+		// Held: pods left out of the scan, no update revision yet, a recreation that would take
+		// the pod back, or a rollout the user paused.
 	case rev == r.update:
 		pl.stand, pl.revision, pl.template = standUpdated, r.update, &r.w.Template
 	case r.pending(p) && r.refusal != nil:

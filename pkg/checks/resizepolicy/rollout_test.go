@@ -312,3 +312,28 @@ func TestResizePolicyDriftCandidatesSkipPendingPods(t *testing.T) {
 		t.Errorf("candidates = %v, want only the updated pod %s", got, pods[2].UID)
 	}
 }
+
+// With `scan -l`, a workload whose pods the selector cut cannot have its controller's counts
+// redone: with web-b left out, web-a looks kept by partition 1 (one pod off updateRevision) while
+// the controller sees two and will update one of them. Such a workload is not judged; with every
+// pod in the scan it is (partition 2: both old pods kept, both differ from their revision).
+func TestResizePolicyDriftSelectorCutPods(t *testing.T) {
+	restart := checktest.ResizePolicy("memory", "RestartContainer")
+	w := rolloutWorkload(t, kruise.KindCloneSet, kruise.UpdateInPlaceIfPossible, 3, 1, []corev1.Container{appContainer("app:v2", restart)}, checktest.Partition(int64(1)))
+	a := workloadPod(w, "web-a", oldRev, 30*24*time.Hour, appContainer("app:v1", nil))
+	b := workloadPod(w, "web-b", oldRev, 30*24*time.Hour, appContainer("app:v1", nil))
+	c := workloadPod(w, "web-c", newRev, time.Hour, appContainer("app:v2", restart))
+	rev := controllerRevision(t, w, oldRev, 60*24*time.Hour, false, appContainer("app:v1", restart))
+	partition2 := rolloutWorkload(t, kruise.KindCloneSet, kruise.UpdateInPlaceIfPossible, 3, 1, []corev1.Container{appContainer("app:v2", restart)}, checktest.Partition(int64(2)))
+	for _, tt := range []struct {
+		w    *kruise.Workload
+		pods []*corev1.Pod
+		want int
+	}{{w, pods(a, c), 0}, {w, pods(a, b, c), 0}, {partition2, pods(a, c), 0}, {partition2, pods(a, b, c), 2}} {
+		s := onV19(tt.w, tt.pods, rev).snapshot()
+		s.Scope.LabelSelector = "tier=web"
+		if got := New().Run(s, 0); len(got) != tt.want {
+			t.Errorf("partition %d, %d pods in the scan: %d findings, want %d", *tt.w.Partition, len(tt.pods), len(got), tt.want)
+		}
+	}
+}

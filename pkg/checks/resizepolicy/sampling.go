@@ -41,7 +41,7 @@ func (check) PodCandidates(s *snapshot.Snapshot) []types.UID {
 		place := map[groupKey]placement{}
 		var keys []groupKey
 		owned := ownedPods(s, w)
-		r := newRollout(w, owned)
+		r := newRollout(s, w, owned)
 		for _, p := range owned {
 			pl := r.place(p, env.hist.templateFor(w))
 			if !pl.judged() || (pl.stand == standPending && !env.mgrOld) {
