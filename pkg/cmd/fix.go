@@ -71,6 +71,13 @@ is refused. Every write carries a precondition the API server enforces (a JSON-p
 finalizer and resourceVersion, a uid precondition), is verified afterwards, and is recorded as an
 Event (reason WorkloadDoctorFix) on the object and, with --audit-file, as one JSON line.
 
+Reads ride out transient faults (5xx, 429, a reset connection, a body cut short, a timeout) with
+retries. A write is never retried blind: when its answer is lost (the connection dropped, a
+timeout, a 5xx after the request was sent), fix reads the object back and reports what it finds
+(the change is there, not there, or the object is gone), marked "answerLost" in the results, the
+audit line and the Event. A guarded write (a JSON patch with test ops, a delete with a uid
+precondition) that the read-back shows did not apply is sent once more.
+
 Pods are never evicted faster than their workload allows: an action that takes a serving pod
 away (evict-pod) runs in waves per workload, each taking at most as many Ready pods as the
 workload's own maxUnavailable (its update strategy, defaulted and rounded as its controller does,
