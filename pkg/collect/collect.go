@@ -156,6 +156,7 @@ func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Inp
 	if want[snapshot.InputPods] && opts.Candidates != nil {
 		// A check may ask for more pods once it has seen the first ones (a sample of a group,
 		// then the whole group), so candidates are asked for again until none are new.
+		settled := false
 		for range maxCandidateRounds {
 			read, err := col.readCandidates(ctx, opts.Candidates(col.snap))
 			if err != nil {
@@ -167,10 +168,14 @@ func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Inp
 			}
 			// Revisions are asked for on what the pods read so far show.
 			if col.readRevisions(ctx) == 0 && read == 0 {
+				settled = true
 				break
 			}
 		}
-		col.readRevisions(ctx)
+		if !settled {
+			// The last round's pods may name revisions still.
+			col.readRevisions(ctx)
+		}
 	}
 	if want[snapshot.InputControllerLogs] {
 		if err := col.readLogs(ctx); err != nil {
