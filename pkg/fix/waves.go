@@ -100,7 +100,7 @@ func (e *Engine) runWaves(ctx context.Context, groups []*Group, apply func(s *St
 			picked := w.pick(st)
 			if len(picked) == 0 {
 				if oneWave {
-					e.deferRest(w, put, fmt.Sprintf("%s has %d Ready pods and keeps %d: its budget allows no pod away now", w.g.Budget.Workload, st.ready, w.g.MinReady()))
+					e.deferRest(w, put, fmt.Sprintf("%s has %d Ready pods and must keep %d: its budget allows no pod away now", w.g.Budget.Workload, st.ready, w.g.MinReady()))
 					continue
 				}
 				left += len(w.pending)
@@ -127,8 +127,8 @@ func (e *Engine) runWaves(ctx context.Context, groups []*Group, apply func(s *St
 			continue
 		case !time.Now().Before(deadline):
 			for _, w := range ws {
-				e.deferRest(w, put, fmt.Sprintf("the budget of %s did not allow it within --timeout %s: it keeps %d Ready pods and had %d; never forced, run fix again",
-					w.g.Budget.Workload, e.o.WaitTimeout, w.g.MinReady(), max(w.lastReady, 0)))
+				e.deferRest(w, put, fmt.Sprintf("the budget of %s did not allow it within --timeout %s: the workload had %d Ready pods and must keep %d, so none could go; never forced, run fix again",
+					w.g.Budget.Workload, e.o.WaitTimeout, max(w.lastReady, 0), w.g.MinReady()))
 			}
 			return
 		}

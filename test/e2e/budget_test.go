@@ -54,7 +54,7 @@ func TestFixDisruptionBudget(t *testing.T) {
 	e.manager(t, "v1.6.3")
 
 	t.Run("every pod is evicted, one wave at a time, and the CloneSet keeps 2 of 3 Ready", func(t *testing.T) {
-		w := e.budgetCloneSet(t, "bg-waves", "web", 3)
+		w := e.budgetCloneSet(t, "bg-waves", "web", 3, true)
 		r, _ := rzScan(t, c.Kubeconfig, w.ns)
 		for _, p := range w.pods {
 			rzFinding(t, r, p.Name, "kruise-drops-resize-policy")
@@ -88,7 +88,7 @@ func TestFixDisruptionBudget(t *testing.T) {
 	})
 
 	t.Run("server dry run checks the first wave and touches nothing", func(t *testing.T) {
-		w := e.budgetCloneSet(t, "bg-dry", "web", 3)
+		w := e.budgetCloneSet(t, "bg-dry", "web", 3, true)
 		stdout, stderr, code := runPlugin(t, c.Kubeconfig, "fix", "-n", w.ns, "--check", rzCheck, "--min-age", "0s", "--dry-run=server", "-o", "json")
 		if code != 0 {
 			t.Fatalf("fix --dry-run=server: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -110,7 +110,7 @@ func TestFixDisruptionBudget(t *testing.T) {
 	})
 
 	t.Run("--wait=false runs the first wave and defers the rest", func(t *testing.T) {
-		w := e.budgetCloneSet(t, "bg-nowait", "web", 3)
+		w := e.budgetCloneSet(t, "bg-nowait", "web", 3, true)
 		stdout, stderr, code := runPlugin(t, c.Kubeconfig, "fix", "-n", w.ns, "--check", rzCheck, "--min-age", "0s", "--yes", "--wait=false", "-o", "json")
 		if code != 3 {
 			t.Fatalf("fix --wait=false: exit %d, want 3\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -122,8 +122,21 @@ func TestFixDisruptionBudget(t *testing.T) {
 		w.untouched(t, e, w.podsByUID(deferred)...)
 	})
 
+	t.Run("replacements that never come: the first wave runs, the rest is deferred after --timeout", func(t *testing.T) {
+		w := e.budgetCloneSet(t, "bg-stuck", "web", 3, false)
+		stdout, stderr, code := runPlugin(t, c.Kubeconfig, "fix", "-n", w.ns, "--check", rzCheck, "--min-age", "0s", "--yes", "--timeout", "5s", "-o", "json")
+		if code != 3 {
+			t.Fatalf("fix: exit %d, want 3\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+		applied, deferred := bgSplit(t, fixParse(t, stdout, stderr), "did not allow it within --timeout 5s: the workload had 2 Ready pods and must keep 2")
+		if len(applied) != 1 || len(deferred) != 2 {
+			t.Fatalf("applied %v deferred %v, want 1 and 2\nstderr:\n%s", applied, deferred, stderr)
+		}
+		w.untouched(t, e, w.podsByUID(deferred)...)
+	})
+
 	t.Run("Ctrl-C between waves stops with a summary of what was done and what was not", func(t *testing.T) {
-		w := e.budgetCloneSet(t, "bg-sigint", "web", 3)
+		w := e.budgetCloneSet(t, "bg-sigint", "web", 3, true)
 		stdout, stderr, code := runInterrupted(t, c.Kubeconfig, "waiting for Ready pods before the next wave",
 			"fix", "-n", w.ns, "--check", rzCheck, "--min-age", "0s", "--yes", "-o", "json")
 		if code != 3 {
@@ -140,7 +153,7 @@ func TestFixDisruptionBudget(t *testing.T) {
 	})
 
 	t.Run("a single replica is refused unless the action is named", func(t *testing.T) {
-		w := e.budgetCloneSet(t, "bg-single", "solo", 1)
+		w := e.budgetCloneSet(t, "bg-single", "solo", 1, true)
 		res := fixOne(t, c.Kubeconfig, 3, "refused", "-n", w.ns, "--check", rzCheck, "--min-age", "0s", "--yes")
 		if !strings.Contains(res.Reason, "has 1 replica") || !strings.Contains(res.Reason, "--action evict-pod") {
 			t.Errorf("refusal %q does not say why and how to go ahead", res.Reason)
@@ -164,8 +177,8 @@ type bgCloneSet struct {
 
 // budgetCloneSet creates an InPlaceIfPossible CloneSet whose template sets no resizePolicy, with
 // replicas pods that carry one (stored when the apiserver defaulted it), waits until they are
-// Ready, and starts its scale-up controller.
-func (e *rzEnv) budgetCloneSet(t *testing.T, ns, name string, replicas int) *bgCloneSet {
+// Ready, and, when replace is set, starts its scale-up controller.
+func (e *rzEnv) budgetCloneSet(t *testing.T, ns, name string, replicas int, replace bool) *bgCloneSet {
 	t.Helper()
 	ctx := t.Context()
 	createNamespace(t, e.c, ns)
@@ -204,7 +217,9 @@ func (e *rzEnv) budgetCloneSet(t *testing.T, ns, name string, replicas int) *bgC
 	eventually(t, time.Minute, fmt.Sprintf("%d pods of %s Ready", replicas, name), func(ctx context.Context) (bool, error) {
 		return len(w.serving(ctx, e)) == replicas, nil
 	})
-	go w.scaleUp(ctx, e)
+	if replace {
+		go w.scaleUp(ctx, e)
+	}
 	return w
 }
 
