@@ -184,9 +184,9 @@ func (r *rollout) place(p *metav1.ObjectMeta, template func(revision string) *co
 	rev := p.Labels[revisionLabel]
 	pl := placement{podRev: rev, r: r}
 	switch {
-	case r.cut, r.update == "", rev == r.update && r.recreatedOnCurrent(p), rev != r.update && r.w.Paused:
-		// Held: pods left out of the scan, no update revision yet, a recreation that would take
-		// the pod back, or a rollout the user paused.
+	case r.cut, r.update == "", leaving(p), rev == r.update && r.recreatedOnCurrent(p), rev != r.update && r.w.Paused:
+		// Held: pods left out of the scan, no update revision yet, a pod on its way out, a
+		// recreation that would take the pod back, or a rollout the user paused.
 	case rev == r.update:
 		pl.stand, pl.revision, pl.template = standUpdated, r.update, &r.w.Template
 	case r.pending(p) && r.refusal != nil:
@@ -199,6 +199,16 @@ func (r *rollout) place(p *metav1.ObjectMeta, template func(revision string) *co
 		pl.stand, pl.revision, pl.template = standKept, r.current, template(r.current)
 	}
 	return pl
+}
+
+// specifiedDelete is the label that asks kruise to delete a pod (pkg/util/specifieddelete).
+const specifiedDelete = "apps.kruise.io/specified-delete"
+
+// leaving reports whether the pod is already on its way out: being deleted, chosen for deletion,
+// or waiting in PreparingDelete. Evicting it would not carry anything anywhere.
+func leaving(p *metav1.ObjectMeta) bool {
+	_, chosen := p.Labels[specifiedDelete]
+	return p.DeletionTimestamp != nil || chosen || p.Labels[kruise.LabelLifecycleState] == kruise.StatePreparingDelete
 }
 
 // why says, as evidence, why a judged pod is compared with its placement's revision.

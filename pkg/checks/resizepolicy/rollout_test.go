@@ -170,6 +170,17 @@ func TestResizePolicyDriftFollowsTheRollout(t *testing.T) {
 			},
 		},
 		{
+			name: "pods on their way out (PreparingDelete, specified-delete, deleted) are not judged",
+			scene: func(t *testing.T) scene {
+				w := rolloutWorkload(t, kruise.KindCloneSet, kruise.UpdateInPlaceIfPossible, 3, 3, []corev1.Container{newTpl})
+				a, b, c := workloadPod(w, "web-a", newRev, 30*day, oldTpl), workloadPod(w, "web-b", newRev, 30*day, oldTpl), workloadPod(w, "web-c", newRev, 30*day, oldTpl)
+				a.Labels[kruise.LabelLifecycleState] = kruise.StatePreparingDelete
+				b.Labels["apps.kruise.io/specified-delete"] = "true"
+				checktest.Deleted(time.Minute, 30)(c)
+				return onV19(w, pods(a, b, c), controllerRevision(t, w, newRev, 3*day, true))
+			},
+		},
+		{
 			name: "paused rollout: the pods it holds back are not findings",
 			scene: func(t *testing.T) scene {
 				w := rolloutWorkload(t, kruise.KindCloneSet, kruise.UpdateInPlaceIfPossible, 2, 0, []corev1.Container{newTpl}, checktest.Paused())
