@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
 )
 
 // Env is what actions work with.
@@ -74,13 +75,25 @@ func (e *Env) resource(ref report.ObjectRef) (metadata.ResourceInterface, error)
 	return e.Metadata.Resource(m.Resource), nil
 }
 
-// get reads the metadata of an object of any resource.
+// get reads the metadata of an object of any resource, riding out transient faults.
 func (e *Env) get(ctx context.Context, ref report.ObjectRef) (*metav1.PartialObjectMetadata, error) {
 	ri, err := e.resource(ref)
 	if err != nil {
 		return nil, err
 	}
-	return ri.Get(ctx, ref.Name, metav1.GetOptions{})
+	return getRetried(ctx, ri, ref.Name)
+}
+
+// getRetried reads an object's metadata, retrying transient faults (pkg/retry); reads are safe to
+// send again, writes never are (lost.go).
+func getRetried(ctx context.Context, ri metadata.ResourceInterface, name string) (*metav1.PartialObjectMetadata, error) {
+	var obj *metav1.PartialObjectMetadata
+	err := retry.Policy{}.Do(ctx, func(ctx context.Context) error {
+		var err error
+		obj, err = ri.Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+	return obj, err
 }
 
 // poll calls cond every env.PollInterval until it returns true or env.VerifyTimeout passes.
@@ -148,7 +161,7 @@ func (e *Env) readPinned(ctx context.Context, ref report.ObjectRef, checkRV bool
 		o := failed("%v", err)
 		return nil, nil, &o
 	}
-	obj, err := ri.Get(ctx, ref.Name, metav1.GetOptions{})
+	obj, err := getRetried(ctx, ri, ref.Name)
 	if err != nil {
 		o := readErr(ref, err)
 		return nil, nil, &o

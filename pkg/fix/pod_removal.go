@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
 )
 
 // podRemoval is an action that removes a pod: force-delete and evict-pod differ only in the
@@ -62,7 +63,12 @@ func requirePod(ref report.ObjectRef) error {
 }
 
 func (a podRemoval) Apply(ctx context.Context, env *Env, s *Step) Outcome {
-	pod, err := env.Kube.CoreV1().Pods(s.Target.Namespace).Get(ctx, s.Target.Name, metav1.GetOptions{})
+	var pod *corev1.Pod
+	err := retry.Policy{}.Do(ctx, func(ctx context.Context) error {
+		var err error
+		pod, err = env.Kube.CoreV1().Pods(s.Target.Namespace).Get(ctx, s.Target.Name, metav1.GetOptions{})
+		return err
+	})
 	if err != nil {
 		return readErr(s.Target, err)
 	}

@@ -124,6 +124,7 @@ func TestScanAndFixThroughFaults(t *testing.T) {
 		if lines := strings.Split(strings.TrimSpace(stderr), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "could not read pods") {
 			t.Errorf("stderr, want one line naming pods:\n%s", stderr)
 		}
+		t.Logf("stderr: %s", strings.TrimSpace(stderr))
 	})
 
 	t.Run("persistent 500 on events: degraded, same detection", func(t *testing.T) {
@@ -152,6 +153,7 @@ func TestScanAndFixThroughFaults(t *testing.T) {
 		if code != 3 || len(d.Results) != 1 || d.Results[0].Status != fix.StatusRefused || d.Results[0].AnswerLost {
 			t.Fatalf("fix: exit %d, results %+v; want 3 and one refused\n%s", code, d.Results, stderr)
 		}
+		t.Logf("result: %s: %s", d.Results[0].Status, d.Results[0].Reason)
 		after := fixGetPod(t, cs, ns, "web-0")
 		if !slices.Equal(after.Finalizers, pod.Finalizers) || after.Labels["touched"] != "yes" || after.Labels["app"] != "web" || len(after.Labels) != 2 {
 			t.Errorf("pod after the refused fix: finalizers %v, labels %v; want the finalizers kept and only the other writer's label added", after.Finalizers, after.Labels)
@@ -162,16 +164,21 @@ func TestScanAndFixThroughFaults(t *testing.T) {
 	})
 
 	t.Run("fix with every answer lost after the write", func(t *testing.T) {
-		rule := testcluster.FaultRule{Method: "PATCH", Path: regexp.MustCompile("^/api/v1/namespaces/" + ftNamespace + "/pods/[^/]+$"), Fault: testcluster.LoseAnswer}
-		proxy.Set(&rule)
+		pod := regexp.MustCompile("^/api/v1/namespaces/" + ftNamespace + "/pods/[^/]+$")
+		rule := testcluster.FaultRule{Method: "PATCH", Path: pod, Fault: testcluster.LoseAnswer}
+		// The reads before the writes ride out a few 500s too.
+		reads := testcluster.FaultRule{Method: "GET", Path: pod, Fault: testcluster.Status, Code: 500, Times: 3}
+		proxy.Set(&rule, &reads)
 		defer proxy.Set()
 		audit := filepath.Join(t.TempDir(), "audit.jsonl")
 		stdout, stderr, code := runPlugin(t, proxy.Kubeconfig, "fix", "-n", ftNamespace, "--checks", "stuck-terminating", "--min-age", "0s",
 			"--yes", "-o", "json", "--audit-file", audit)
 		d := ftFixDoc(t, stdout, stderr)
-		if code != 0 || len(d.Results) != 9 || proxy.Hits(&rule) != 9 {
-			t.Fatalf("fix: exit %d, %d results, %d answers lost; want 0, 9, 9\n%s\n%s", code, len(d.Results), proxy.Hits(&rule), stdout, stderr)
+		if code != 0 || len(d.Results) != 9 || proxy.Hits(&rule) != 9 || proxy.Hits(&reads) != 3 {
+			t.Fatalf("fix: exit %d, %d results, %d answers lost, %d reads failed; want 0, 9, 9, 3\n%s\n%s", code, len(d.Results),
+				proxy.Hits(&rule), proxy.Hits(&reads), stdout, stderr)
 		}
+		t.Logf("first result: %s: %s", d.Results[0].Status, d.Results[0].Reason)
 		for _, r := range d.Results {
 			if r.Status != fix.StatusApplied || !r.AnswerLost || !strings.Contains(r.Reason, "the answer to the patch was lost") || !r.Verified {
 				t.Errorf("result %s: %s (answerLost %v, verified %v): %s", r.Object.Name, r.Status, r.AnswerLost, r.Verified, r.Reason)
