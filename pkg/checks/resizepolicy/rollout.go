@@ -247,7 +247,7 @@ func (r *rollout) pending(p *metav1.ObjectMeta) bool {
 // recreatedOnCurrent reports whether the controller would recreate a pod now on the update
 // revision from the current revision instead.
 func (r *rollout) recreatedOnCurrent(p *metav1.ObjectMeta) bool {
-	if r.current == r.update || r.w.Kind == kruise.KindDaemonSet {
+	if r.current == r.update || r.partition == 0 || r.w.Kind == kruise.KindDaemonSet {
 		return false
 	}
 	if r.rank != nil {
