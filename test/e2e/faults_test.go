@@ -163,6 +163,26 @@ func TestScanAndFixThroughFaults(t *testing.T) {
 		}
 	})
 
+	t.Run("fix whose write never reached the apiserver: read back, sent once more", func(t *testing.T) {
+		ns := fixNamespace(t, cs, "faults-resend")
+		pod := fixTerminatingPod(t, cs, ns, "web-0", ftFinalizer)
+		// The connection drops before the patch is forwarded: the read-back finds the pod
+		// unchanged, and the guarded patch is sent again.
+		rule := testcluster.FaultRule{Method: "PATCH", Path: regexp.MustCompile("^/api/v1/namespaces/" + ns + "/pods/web-0$"), Fault: testcluster.Reset, Times: 1}
+		proxy.Set(&rule)
+		defer proxy.Set()
+		stdout, stderr, code := runPlugin(t, proxy.Kubeconfig, "fix", "-n", ns, "--checks", "stuck-terminating", "--min-age", "0s", "--yes", "-o", "json")
+		d := ftFixDoc(t, stdout, stderr)
+		if code != 0 || len(d.Results) != 1 || d.Results[0].Status != fix.StatusApplied || !d.Results[0].AnswerLost ||
+			!strings.Contains(d.Results[0].Reason, "sent once more") || proxy.Hits(&rule) != 1 {
+			t.Fatalf("fix: exit %d, results %+v, %d resets; want 0, applied after sending once more, 1\n%s", code, d.Results, proxy.Hits(&rule), stderr)
+		}
+		t.Logf("result: %s: %s", d.Results[0].Status, d.Results[0].Reason)
+		if p, err := cs.CoreV1().Pods(ns).Get(t.Context(), "web-0", metav1.GetOptions{}); !apierrors.IsNotFound(err) && (err != nil || p.UID == pod.UID) {
+			t.Errorf("pod after the fix: %v, finalizers %v", err, p.Finalizers)
+		}
+	})
+
 	t.Run("fix with every answer lost after the write", func(t *testing.T) {
 		pod := regexp.MustCompile("^/api/v1/namespaces/" + ftNamespace + "/pods/[^/]+$")
 		rule := testcluster.FaultRule{Method: "PATCH", Path: pod, Fault: testcluster.LoseAnswer}
