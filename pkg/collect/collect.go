@@ -182,6 +182,11 @@ func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Inp
 			col.unread(snapshot.InputControllerLogs, err)
 		}
 	}
+	if want[snapshot.InputClusterAPILogs] {
+		if err := col.readClusterAPILog(ctx); err != nil {
+			col.unread(snapshot.InputClusterAPILogs, err)
+		}
+	}
 	col.snap.Index()
 	return col.snap, nil
 }

@@ -121,8 +121,18 @@ func TestCollectListsDeploymentsPerNamespaceWhenForbiddenClusterWide(t *testing.
 			lists = append(lists, a.GetNamespace())
 		}
 	}
-	if want := []string{"", "kruise-system", "kube-system", "shop"}; !reflect.DeepEqual(lists, want) {
+	// The kruise-manager's namespace, kube-system, the scan's namespace, then the places the
+	// known finalizer owners run by default.
+	if want := []string{"", "kruise-system", "kube-system", "shop", "argocd", "capi-system", "flux-system"}; !reflect.DeepEqual(lists, want) {
 		t.Errorf("deployments listed in %q, want %q", lists, want)
+	}
+	// A partial search is a coverage note naming what was searched, never silent.
+	if want := []string{"kruise-system", "shop", "argocd", "capi-system", "flux-system"}; !reflect.DeepEqual(s.ControllerNamespaces, want) {
+		t.Errorf("ControllerNamespaces = %q, want %q", s.ControllerNamespaces, want)
+	}
+	if note := s.Limits[snapshot.InputControllers]; !strings.Contains(note, "searched only in namespaces kruise-system, shop, argocd, capi-system, flux-system") ||
+		!strings.Contains(note, "forbidden: list apps/deployments in all namespaces") || !strings.Contains(note, "no owner is reported missing") {
+		t.Errorf("Limits note = %q", note)
 	}
 	want := map[snapshot.Input]string{snapshot.InputControllers: "forbidden: list apps/deployments in kube-system"}
 	if got := unread(s); !reflect.DeepEqual(got, want) {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -16,38 +15,10 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
-// readControllers reads Deployments (every namespace when allowed, else the controllers' default
-// namespaces), then the leader Leases and pods of the kruise-manager.
+// readControllers reads the workloads controllers run as (every namespace when allowed, else the
+// controllers' default namespaces), then the leader Leases and pods of the kruise-manager.
 func (col *collector) readControllers(ctx context.Context) error {
-	var deps []*appsv1.Deployment
-	listDeps := func(ns string) error {
-		where := "in all namespaces"
-		if ns != "" {
-			where = "in " + ns
-		}
-		d, err := listAll(ctx, col, "apps/deployments "+where, col.c.Kube.AppsV1().Deployments(ns).List,
-			func(l *appsv1.DeploymentList) []appsv1.Deployment { return l.Items })
-		deps = append(deps, d...)
-		return err
-	}
-	var errs []error
-	if err := listDeps(""); err != nil && !retry.Limit(err) {
-		// A fault, not a denial: the search is not narrowed.
-		deps = nil
-		errs = append(errs, err)
-	} else if err != nil {
-		deps = nil
-		namespaces := []string{col.opts.Settings.KruiseNamespace, metav1.NamespaceSystem}
-		if ns := col.namespace(); ns != "" {
-			namespaces = append(namespaces, ns)
-		}
-		for _, ns := range uniq(namespaces) {
-			if err := listDeps(ns); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	col.add(func(s *snapshot.Snapshot) { s.Deployments = deps })
+	deps, errs := col.readControllerWorkloads(ctx)
 
 	// The kruise-manager's leader Lease and pods.
 	if mgr := kruise.FindManager(deps, col.opts.Settings.KruiseNamespace, col.opts.Settings.KruiseDeployment); mgr != nil {

@@ -1,0 +1,123 @@
+package collect
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/knowledge"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
+)
+
+// workloadList lists one kind of apps workload in a namespace ("" for all) and says where.
+type workloadList func(ctx context.Context, ns string) error
+
+// readControllerWorkloads reads the Deployments, StatefulSets and DaemonSets that controllers run
+// as: in every namespace when allowed, else in the controllers' default namespaces and the scan's.
+// A partial search is recorded as a coverage note naming what was searched, because the checks
+// must not take "not found there" for "not installed". Only a denial narrows the search: any other
+// failure of the cluster-wide list (after its retries) is an error. It returns the Deployments read
+// and the failures of the namespaces the kruise-manager is looked for in.
+func (col *collector) readControllerWorkloads(ctx context.Context) ([]*appsv1.Deployment, []error) {
+	var deps []*appsv1.Deployment
+	var sets []*appsv1.StatefulSet
+	var daemons []*appsv1.DaemonSet
+	apps := col.c.Kube.AppsV1()
+	kinds := []struct {
+		list  workloadList
+		reset func()
+	}{
+		{lister(col, "deployments", apps.Deployments, func(l *appsv1.DeploymentList) []appsv1.Deployment { return l.Items }, &deps),
+			func() { deps = nil }},
+		{lister(col, "statefulsets", apps.StatefulSets, func(l *appsv1.StatefulSetList) []appsv1.StatefulSet { return l.Items }, &sets),
+			func() { sets = nil }},
+		{lister(col, "daemonsets", apps.DaemonSets, func(l *appsv1.DaemonSetList) []appsv1.DaemonSet { return l.Items }, &daemons),
+			func() { daemons = nil }},
+	}
+	required := []string{col.opts.Settings.KruiseNamespace, metav1.NamespaceSystem}
+	if ns := col.namespace(); ns != "" {
+		required = append(required, ns)
+	}
+	fallback := uniq(append(append([]string{}, required...), knowledge.OwnerNamespaces()...))
+	var (
+		errs    []error
+		refused []string
+	)
+	// searched[ns] counts the refused kinds then listed in namespace ns; nil when none was refused.
+	var searched map[string]int
+	for _, k := range kinds {
+		err := k.list(ctx, "")
+		if err == nil {
+			continue
+		}
+		k.reset()
+		if !retry.Limit(err) {
+			errs = append(errs, err)
+			continue
+		}
+		refused = append(refused, err.Error())
+		if searched == nil {
+			searched = map[string]int{}
+		}
+		for _, ns := range fallback {
+			if err := k.list(ctx, ns); err != nil {
+				if slices.Contains(required, ns) {
+					errs = append(errs, err)
+				}
+				continue
+			}
+			searched[ns]++
+		}
+	}
+	var namespaces []string
+	if searched != nil {
+		namespaces = []string{}
+		for _, ns := range fallback {
+			// Kinds listed in all namespaces cover this one too.
+			if searched[ns] == len(refused) {
+				namespaces = append(namespaces, ns)
+			}
+		}
+	}
+	col.add(func(s *snapshot.Snapshot) {
+		s.Deployments, s.StatefulSets, s.DaemonSets = deps, sets, daemons
+		s.ControllerNamespaces = namespaces
+		if namespaces != nil {
+			s.Limits[snapshot.InputControllers] = partialSearchNote(namespaces, refused)
+		}
+	})
+	return deps, errs
+}
+
+// lister lists one kind of workload of a namespace ("" for all) into a slice.
+func lister[L interface{ GetContinue() string }, T any, C interface {
+	List(context.Context, metav1.ListOptions) (L, error)
+}](col *collector, resource string, client func(ns string) C, items func(L) []T, into *[]*T) workloadList {
+	return func(ctx context.Context, ns string) error {
+		got, err := listAll(ctx, col, "apps/"+resource+" "+where(ns), client(ns).List, items)
+		*into = append(*into, got...)
+		return err
+	}
+}
+
+func where(ns string) string {
+	if ns == "" {
+		return "in all namespaces"
+	}
+	return "in " + ns
+}
+
+// partialSearchNote says which namespaces were searched for controllers and why only those.
+func partialSearchNote(namespaces, refused []string) string {
+	in := "no namespace"
+	if len(namespaces) > 0 {
+		in = "namespaces " + strings.Join(namespaces, ", ")
+	}
+	return fmt.Sprintf("controllers (Deployments, StatefulSets, DaemonSets) searched only in %s (%s): "+
+		"a finalizer's owner running elsewhere is not seen, so no owner is reported missing", in, strings.Join(refused, "; "))
+}
