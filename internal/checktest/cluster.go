@@ -20,6 +20,9 @@ type Cluster struct {
 	Nodes        []*corev1.Node
 	NodeLeases   []*coordinationv1.Lease
 	Leases       []*coordinationv1.Lease
+	// LeaseReads are the collector's reads of the leader Leases; when nil, each of Leases was
+	// read once, answered at Now by an apiserver whose clock agrees with the scan's.
+	LeaseReads   map[string][]snapshot.LeaseRead
 	Events       []*corev1.Event
 	Deployments  []*appsv1.Deployment
 	StatefulSets []*appsv1.StatefulSet
@@ -67,6 +70,13 @@ func (c Cluster) Snapshot() *snapshot.Snapshot {
 		s.Pods = append(s.Pods, p.ObjectMeta.DeepCopy())
 	}
 	s.FullPods = c.Pods
+	s.LeaseReads = c.LeaseReads
+	if s.LeaseReads == nil {
+		s.LeaseReads = map[string][]snapshot.LeaseRead{}
+		for _, l := range c.Leases {
+			s.LeaseReads[l.Namespace+"/"+l.Name] = []snapshot.LeaseRead{{Lease: l, ServerTime: Now}}
+		}
+	}
 	s.Index()
 	return s
 }

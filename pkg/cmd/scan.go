@@ -65,6 +65,10 @@ func (f *scanFlags) options(config *genericclioptions.ConfigFlags, reg *checks.R
 	} else if raw, err := loader.RawConfig(); err == nil {
 		ctxName = raw.CurrentContext
 	}
+	clock, err := localClock()
+	if err != nil {
+		return scan.Options{}, err
+	}
 	scope := snapshot.Scope{Namespace: ns, AllNamespaces: f.AllNamespaces, LabelSelector: f.LabelSelector}
 	if f.AllNamespaces {
 		scope.Namespace = ""
@@ -75,6 +79,7 @@ func (f *scanFlags) options(config *genericclioptions.ConfigFlags, reg *checks.R
 		Checks:   selected,
 		MinAge:   minAge,
 		Context:  ctxName,
+		Clock:    clock,
 	}, nil
 }
 

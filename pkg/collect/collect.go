@@ -42,6 +42,9 @@ type Options struct {
 	PageSize int64
 	// Concurrency bounds the reads in flight.
 	Concurrency int
+	// Clock is the local clock the snapshot's Now is taken from (default time.Now). Nothing the
+	// cluster timestamps is judged live or dead against it alone (see leases.go).
+	Clock func() time.Time
 	// LogSince and LogLimitBytes bound the controller logs read.
 	LogSince      time.Duration
 	LogLimitBytes int64
@@ -65,6 +68,9 @@ func (o *Options) defaults() {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 8
 	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
 	if o.LogSince <= 0 {
 		o.LogSince = 30 * time.Minute
 	}
@@ -81,6 +87,8 @@ type collector struct {
 	opts Options
 	snap *snapshot.Snapshot
 	mu   sync.Mutex
+	// started is when the collection began, on the local monotonic clock.
+	started time.Time
 	// retry is how every read rides out transient faults (retry.go).
 	retry retry.Policy
 	// resources found by discovery, for the objects input.
@@ -108,7 +116,7 @@ func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Inp
 	if opts.Retry.Budget == 0 {
 		opts.Retry.Budget = c.Timeout
 	}
-	col := &collector{c: c, opts: opts, retry: opts.Retry, snap: &snapshot.Snapshot{
+	col := &collector{c: c, opts: opts, retry: opts.Retry, started: time.Now(), snap: &snapshot.Snapshot{
 		Scope: opts.Scope, Settings: opts.Settings,
 		Unread: map[snapshot.Input]error{}, Limits: map[snapshot.Input]string{}, Installed: map[string]bool{}, Logs: map[string]string{},
 	}}
@@ -150,7 +158,7 @@ func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Inp
 	if want[snapshot.InputObjects] {
 		col.addCoveredObjects()
 	}
-	col.snap.Now = time.Now()
+	col.snap.Now = col.opts.Clock()
 	col.snap.Index()
 
 	if want[snapshot.InputPods] && opts.Candidates != nil {
@@ -185,6 +193,12 @@ func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Inp
 	if want[snapshot.InputClusterAPILogs] {
 		if err := col.readClusterAPILog(ctx); err != nil {
 			col.unread(snapshot.InputClusterAPILogs, err)
+		}
+	}
+	// Last, so that the two reads of the leader Lease are as far apart as the scan allows.
+	if want[snapshot.InputControllers] {
+		if err := col.rereadLeaderLease(ctx); err != nil {
+			col.unread(snapshot.InputControllers, err)
 		}
 	}
 	col.snap.Index()

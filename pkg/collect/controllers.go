@@ -22,7 +22,7 @@ func (col *collector) readControllers(ctx context.Context) error {
 
 	// The kruise-manager's leader Lease and pods.
 	if mgr := kruise.FindManager(deps, col.opts.Settings.KruiseNamespace, col.opts.Settings.KruiseDeployment); mgr != nil {
-		if err := col.listLeases(ctx, mgr.LeaseNamespace, false); err != nil {
+		if err := col.readLeaderLease(ctx, mgr, true); err != nil {
 			errs = append(errs, err)
 		}
 		ns := mgr.Deployment.Namespace

@@ -18,22 +18,12 @@ func (col *collector) readNodes(ctx context.Context) error {
 	return err
 }
 
+// readNodeLeases reads the node heartbeat Leases.
 func (col *collector) readNodeLeases(ctx context.Context) error {
-	return col.listLeases(ctx, corev1.NamespaceNodeLease, true)
-}
-
-// listLeases reads the Leases of namespace ns into the node heartbeat Leases (node) or the
-// controllers' leader Leases.
-func (col *collector) listLeases(ctx context.Context, ns string, node bool) error {
+	ns := corev1.NamespaceNodeLease
 	leases, err := listAll(ctx, col, "coordination.k8s.io/leases in "+ns, col.c.Kube.CoordinationV1().Leases(ns).List,
 		func(l *coordinationv1.LeaseList) []coordinationv1.Lease { return l.Items })
-	col.add(func(s *snapshot.Snapshot) {
-		if node {
-			s.NodeLeases = append(s.NodeLeases, leases...)
-		} else {
-			s.Leases = append(s.Leases, leases...)
-		}
-	})
+	col.add(func(s *snapshot.Snapshot) { s.NodeLeases = append(s.NodeLeases, leases...) })
 	return err
 }
 

@@ -31,6 +31,8 @@ type Options struct {
 	Context string
 	// PageSize is the LIST page size; 0 uses the collector's default.
 	PageSize int64
+	// Clock is the local clock (nil: time.Now); only the e2e tests shift it.
+	Clock func() time.Time
 }
 
 // Clients builds the API clients for a scan from a REST config, without client-side rate limiting:
@@ -47,6 +49,8 @@ func Clients(cfg *rest.Config) (collect.Clients, error) {
 	typed := rest.CopyConfig(cfg)
 	typed.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	typed.ContentType = "application/vnd.kubernetes.protobuf"
+	// The leader Lease reads record the apiserver's Date, so liveness is judged on its clock.
+	typed.Wrap(collect.RecordServerDate)
 	kube, err := kubernetes.NewForConfig(typed)
 	if err != nil {
 		return collect.Clients{}, fmt.Errorf("create client: %w", err)
@@ -70,7 +74,7 @@ func Clients(cfg *rest.Config) (collect.Clients, error) {
 func Run(ctx context.Context, c collect.Clients, opts Options) (*report.Report, *snapshot.Snapshot, error) {
 	opts.Scope.MinAgeSet = opts.MinAge >= 0
 	snap, err := collect.Collect(ctx, c, collect.Options{
-		Scope: opts.Scope, Settings: opts.Settings, PageSize: opts.PageSize,
+		Scope: opts.Scope, Settings: opts.Settings, PageSize: opts.PageSize, Clock: opts.Clock,
 		Candidates: candidates(opts.Checks), PodAnnotations: checks.PodAnnotations(opts.Checks),
 		Revisions: checks.Revisions(opts.Checks),
 	}, checks.Needs(opts.Checks))

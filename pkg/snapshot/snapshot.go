@@ -102,6 +102,17 @@ func (o Object) APIVersion() string {
 	return schema.GroupVersion{Group: o.Resource.Group, Version: o.Resource.Version}.String()
 }
 
+// LeaseRead is one read of a leader Lease.
+type LeaseRead struct {
+	Lease *coordinationv1.Lease
+	// ServerTime is the apiserver's clock when it answered (its Date header, to the second);
+	// zero when the answer carried none.
+	ServerTime time.Time
+	// Elapsed is the local monotonic time from the scan's start to the answer: it measures the
+	// time between two reads, never a timestamp of the cluster.
+	Elapsed time.Duration
+}
+
 // Snapshot is the collected cluster state. Fill the exported fields, then call Index.
 type Snapshot struct {
 	Now           time.Time
@@ -117,10 +128,14 @@ type Snapshot struct {
 	Pods []*metav1.ObjectMeta
 	// FullPods holds the complete objects of the candidate pods, except that the field sets of
 	// their managedFields keep only metadata fields (who wrote the spec or status is not kept).
-	FullPods    []*corev1.Pod
-	Nodes       []*corev1.Node
-	NodeLeases  []*coordinationv1.Lease
-	Leases      []*coordinationv1.Lease
+	FullPods   []*corev1.Pod
+	Nodes      []*corev1.Node
+	NodeLeases []*coordinationv1.Lease
+	Leases     []*coordinationv1.Lease
+	// LeaseReads are the reads of the controllers' leader Leases by "namespace/name", oldest
+	// first: one with the controllers, one at the end of the scan. A leader's liveness is judged
+	// from them, never from the local clock against the Lease's timestamps.
+	LeaseReads  map[string][]LeaseRead
 	Events      []*corev1.Event // without managedFields
 	Namespaces  []*corev1.Namespace
 	APIServices []*unstructured.Unstructured

@@ -66,11 +66,18 @@ func commandEnv(t testing.TB, kubeconfig string) []string {
 // fails the test, a non-zero exit does not.
 func run(t testing.TB, kubeconfig, bin string, args ...string) (stdout, stderr string, exitCode int) {
 	t.Helper()
+	return runEnv(t, kubeconfig, nil, bin, args...)
+}
+
+// runEnv is run with extra environment variables (KEY=value), for the test-only settings a
+// parallel test cannot set with t.Setenv.
+func runEnv(t testing.TB, kubeconfig string, extraEnv []string, bin string, args ...string) (stdout, stderr string, exitCode int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), commandTimeout)
 	defer cancel()
 	var out, errOut bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = commandEnv(t, kubeconfig)
+	cmd.Env = append(commandEnv(t, kubeconfig), extraEnv...)
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
 	var exitErr *exec.ExitError

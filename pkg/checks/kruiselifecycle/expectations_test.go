@@ -60,7 +60,7 @@ func TestExpectationsUnsatisfiedRootCauses(t *testing.T) {
 			name: "manager down",
 			env:  controlPlane{mgr: checktest.KruiseManager("v1.7.0", 0), lease: checktest.KruiseLeaderLease(20 * time.Minute)},
 			cs:   leakedCloneSet(), pods: func(w *kruise.Workload) []*corev1.Pod { return normalPods(w, 1, "5d4f8b7c9", time.Hour) },
-			rootCause: RootCauseControllerUnavailable, evidence: []string{"has no available replica", "was last renewed 20m ago"},
+			rootCause: RootCauseControllerUnavailable, evidence: []string{"has no available replica", "was last renewed 20m before the apiserver's time"},
 		},
 		{
 			name: "pod creation rejected by quota",

@@ -52,14 +52,15 @@ func TestStuckPreparingNormalRootCauses(t *testing.T) {
 		fixes     []string
 	}{
 		{
+			// No Lease to judge the leader by: the Deployment's status decides.
 			name:      "manager has no available replica",
-			sc:        scenario{env: controlPlane{mgr: checktest.KruiseManager("v1.7.0", 0), lease: checktest.KruiseLeaderLease(time.Second)}, cs: steady("web", hookBoth), pod: satisfied},
+			sc:        scenario{env: controlPlane{mgr: checktest.KruiseManager("v1.7.0", 0)}, cs: steady("web", hookBoth), pod: satisfied},
 			rootCause: RootCauseControllerUnavailable, evidence: []string{"has no available replica"},
 		},
 		{
 			name:      "leader lease not renewed",
 			sc:        scenario{env: controlPlane{mgr: checktest.KruiseManager("v1.7.0", 1), lease: checktest.KruiseLeaderLease(10 * time.Minute)}, cs: steady("web", nil)},
-			rootCause: RootCauseControllerUnavailable, evidence: []string{"last renewed 10m ago", "leaseDurationSeconds 15"},
+			rootCause: RootCauseControllerUnavailable, evidence: []string{"last renewed 10m before the apiserver's time when the scan read it", "leaseDurationSeconds 15"},
 		},
 		{
 			name: "owner frozen by expectations",

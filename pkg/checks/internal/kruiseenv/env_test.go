@@ -32,7 +32,9 @@ func TestKruiseEnvUnavailable(t *testing.T) {
 		frag  string
 	}{
 		{"healthy", checktest.KruiseManager("v1.7.0", 1), checktest.KruiseLeaderLease(2 * time.Second), false, ""},
-		{"no available replica", checktest.KruiseManager("v1.7.0", 0), checktest.KruiseLeaderLease(time.Second), true, "has no available replica"},
+		// Without a Lease to judge the leader by, the Deployment's status decides.
+		{"no available replica, no Lease", checktest.KruiseManager("v1.7.0", 0), nil, true, "has no available replica"},
+		{"no available replica, expired Lease", checktest.KruiseManager("v1.7.0", 0), checktest.KruiseLeaderLease(time.Minute), true, "has no available replica"},
 		{"lease expired", checktest.KruiseManager("v1.7.0", 1), checktest.KruiseLeaderLease(40 * time.Second), true, "longer than its leaseDurationSeconds 15"},
 		{"lease renewed just within its duration", checktest.KruiseManager("v1.7.0", 1), checktest.KruiseLeaderLease(15 * time.Second), false, ""},
 		{"manager unknown", nil, nil, false, ""},
