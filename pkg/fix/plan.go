@@ -11,7 +11,8 @@ import (
 // selected action (the first fix's action unless sel.Action is set), so a finding proposing to
 // remove two finalizers has both removed. Findings the user named that cannot be planned (no
 // such ID, no fix, not that action, a fix that cannot be applied as proposed) come back as
-// refused results; unnamed findings without the action are simply not selected.
+// refused results; unnamed findings without the action are simply not selected. A step with a
+// Hazard is refused, with the hazard as the reason, unless sel.Action names its action.
 func Plan(cat *Catalog, findings []report.Finding, sel Selection) ([]*Step, []Result) {
 	named := map[string]bool{}
 	for _, id := range sel.IDs {
@@ -21,6 +22,7 @@ func Plan(cat *Catalog, findings []report.Finding, sel Selection) ([]*Step, []Re
 	var steps []*Step
 	var refused []Result
 	index := map[string]*Step{}
+	held := map[string]int{} // steps refused for their hazard, by key, at their index in refused
 	for _, f := range findings {
 		byID[f.ID] = true
 		if len(named) > 0 && !named[f.ID] {
@@ -46,6 +48,16 @@ func Plan(cat *Catalog, findings []report.Finding, sel Selection) ([]*Step, []Re
 				continue
 			}
 			key := stepKey(step, a)
+			step.Named = sel.Action == step.Action
+			if step.Hazard != "" && !step.Named {
+				if i, ok := held[key]; ok {
+					refused[i].Findings = append(refused[i].Findings, f.ID)
+					continue
+				}
+				held[key] = len(refused)
+				refused = append(refused, hazardResult(step))
+				continue
+			}
 			if prev, ok := index[key]; ok {
 				prev.Findings = append(prev.Findings, f)
 				continue
@@ -112,6 +124,14 @@ func planFix(cat *Catalog, f report.Finding, fx report.Fix) (*Step, Action, erro
 func stepKey(s *Step, a Action) string {
 	t := s.Target
 	return strings.Join([]string{s.Action, t.APIVersion, t.Kind, t.Namespace, t.Name, t.UID, a.Key(s.Params)}, "\x00")
+}
+
+// hazardResult refuses a high-risk step the user did not name, saying why and how to apply it.
+func hazardResult(s *Step) Result {
+	r := newResult(s)
+	r.Status = StatusRefused
+	r.Reason = fmt.Sprintf("high risk, applied only when named with --action %s: %s", s.Action, s.Hazard)
+	return r
 }
 
 // findingResult is a refused result for a finding that could not be planned.

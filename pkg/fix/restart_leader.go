@@ -17,8 +17,10 @@ import (
 )
 
 // restartLeader deletes the pod that holds a controller's leader Lease, so the next leader starts
-// with empty in-memory state. It refuses when the Lease changed hands since the scan, and when
-// the pod has no controller that would replace it.
+// with empty in-memory state. It refuses when the Lease changed hands since the scan, when the
+// pod has no controller that would replace it, and, unless the user named the action, when no
+// other replica is Ready (restart_standby.go): every kruise-manager replica serves OpenKruise's
+// pod webhook, which fails closed, so restarting the only one stops pod creation cluster-wide.
 type restartLeader struct{}
 
 func (restartLeader) Key(p map[string]string) string {
@@ -41,9 +43,14 @@ func (restartLeader) Plan(_ report.Finding, fx report.Fix) (*Step, error) {
 		params[k] = v
 	}
 	target := report.ObjectRef{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: kruise.HolderPod(p[ParamHolderIdentity])}
-	return &Step{Target: target, Params: params,
+	step := &Step{Target: target, Params: params,
 		Change: fmt.Sprintf("delete leader pod %s (holder of Lease %s/%s); another replica or its Deployment takes over with no in-memory expectations",
-			target, p[ParamLeaseNamespace], p[ParamLeaseName])}, nil
+			target, p[ParamLeaseNamespace], p[ParamLeaseName])}
+	// The scan raises the risk when it saw no other Ready replica.
+	if fx.Risk == report.RiskHigh {
+		step.Hazard = "the scan saw no other Ready replica of the controller; " + noStandbyHazard
+	}
+	return step, nil
 }
 
 func (restartLeader) Apply(ctx context.Context, env *Env, s *Step) Outcome {
@@ -76,6 +83,13 @@ func (restartLeader) Apply(ctx context.Context, env *Env, s *Step) Outcome {
 		o := refused("leader pod %s has no controller ownerReference, so nothing would replace it", s.Target)
 		o.Object, o.ResourceVersionBefore = &ref, pod.ResourceVersion
 		return o
+	}
+	if !s.Named {
+		if why := requireStandby(ctx, env, pod); why != "" {
+			o := refused("high risk, applied only when named with --action %s: %s", s.Action, why)
+			o.Object, o.ResourceVersionBefore = &ref, pod.ResourceVersion
+			return o
+		}
 	}
 	uid := pod.UID
 	send := func(ctx context.Context) error {
@@ -138,5 +152,5 @@ func deref(s *string) string {
 func (restartLeader) Doc() ActionDoc {
 	return ActionDoc{ID: checks.ActionRestartControllerLeader, Title: "Restart the controller leader", Risk: report.RiskMedium,
 		Description:   "Deletes the pod that holds the controller's leader Lease. Expectations live only in the leader's memory, so the next leader starts with none; another replica or the Deployment replaces the pod.",
-		Preconditions: "the Lease holder is the same pod as at scan time"}
+		Preconditions: "the Lease holder is the same pod as at scan time; another replica of the controller is Ready (at scan time and again right before the delete), else the action is high risk and applied only when named with --action restart-controller-leader, since with one replica OpenKruise's pod webhook (mpod.kb.io, failurePolicy Fail) rejects every pod creation until the new leader is Ready"}
 }

@@ -20,6 +20,9 @@ func FixPlan(w io.Writer, steps []*fix.Step, unplanned []fix.Result) {
 	for i, s := range steps {
 		fmt.Fprintf(w, "  %d. %s %s (risk: %s)\n", i+1, s.Action, kubectlName(s.Target), s.Risk)
 		fmt.Fprintf(w, "     change: %s\n", s.Change)
+		if s.Hazard != "" {
+			fmt.Fprintf(w, "     high risk, taken because --action names it: %s\n", s.Hazard)
+		}
 		for _, f := range s.Findings {
 			fmt.Fprintf(w, "     resolves: %s (%s/%s) %s\n", f.ID, f.Check, f.RootCause.ID, f.Summary)
 		}

@@ -472,12 +472,17 @@ func TestFixEngineAgainstAPIServer(t *testing.T) {
 		}
 	})
 
-	t.Run("restart-controller-leader deletes the holder pod; a changed holder is refused", func(t *testing.T) {
+	t.Run("restart-controller-leader deletes the holder pod once another replica is Ready; a changed holder is refused", func(t *testing.T) {
 		ns := fx.namespace(t, "leader")
 		rs := fx.replicaSet(t, ns, "manager-7d9f8")
-		mgr := enginePod(ns, "manager-7d9f8-abcde", nil)
-		mgr.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: enginePtr(true)}}
-		mgrPod := fx.createPod(t, mgr)
+		replica := func(name string) *corev1.Pod {
+			p := enginePod(ns, name, nil)
+			p.Labels = rs.Spec.Template.Labels
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: enginePtr(true)}}
+			return p
+		}
+		mgr := replica("manager-7d9f8-abcde")
+		mgrPod := fx.runningPod(t, mgr)
 		holder := "manager-7d9f8-abcde_0b6e0b0e-1111-2222-3333-444455556666"
 		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "kruise-manager", Namespace: ns},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: enginePtr(holder), LeaseDurationSeconds: enginePtr(int32(15))}}
@@ -488,6 +493,21 @@ func TestFixEngineAgainstAPIServer(t *testing.T) {
 			Params: map[string]string{"leaseNamespace": ns, "leaseName": "kruise-manager", "holderIdentity": holder}}
 		fx.createPod(t, enginePod(ns, "stuck", map[string]string{engineAnnotFixes: engineFixes(t, restart)}))
 
+		// The finding said medium risk, but right before the delete no other replica is Ready:
+		// restarting the only one would leave OpenKruise's fail-closed pod webhook without a
+		// server, so the unnamed action is refused and nothing is deleted.
+		results, _ := fx.run(t, fix.DryRunNone, fx.plan(t, ns))
+		engineWantStatus(t, results, fix.StatusRefused)
+		if r := results[0].Reason; !strings.Contains(r, "high risk, applied only when named with --action restart-controller-leader: no replica but the leader pod "+ns+"/"+mgr.Name+" is Ready now") ||
+			!strings.Contains(r, "mpod.kb.io") {
+			t.Errorf("reason = %q", r)
+		}
+		if p, err := fx.kube.CoreV1().Pods(ns).Get(t.Context(), mgr.Name, metav1.GetOptions{}); err != nil || p.DeletionTimestamp != nil {
+			t.Fatalf("the only replica was touched: %v", err)
+		}
+
+		// A Ready standby of the same ReplicaSet: the restart goes ahead.
+		fx.runningPod(t, replica("manager-7d9f8-k2m4p"))
 		results, recs := fx.run(t, fix.DryRunNone, fx.plan(t, ns))
 		engineWantStatus(t, results, fix.StatusApplied)
 		if _, err := fx.kube.CoreV1().Pods(ns).Get(t.Context(), mgr.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {

@@ -313,7 +313,9 @@ func TestKruiseChecks(t *testing.T) {
 		if !strings.HasPrefix(holder, logsLeader.Name+"_") {
 			t.Fatalf("restart fix names holder %q, want the leader pod %s", holder, logsLeader.Name)
 		}
-		krFix(t, k, ns, krLogsNamespace, f.ID)
+		// One replica: the restart is high risk (its pod webhook fails closed while it restarts),
+		// so it is named (kruise_leader_test.go tests the refusal).
+		krFix(t, k, ns, krLogsNamespace, f.ID, "--action", "restart-controller-leader")
 		eventually(t, 60*time.Second, "leader pod "+logsLeader.Name+" deleted", func(ctx context.Context) (bool, error) {
 			p, err := k.cs.CoreV1().Pods(krLogsNamespace).Get(ctx, logsLeader.Name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
@@ -797,11 +799,12 @@ func krDegraded(t *testing.T, rep *report.Report, check, fragment string) {
 	t.Errorf("coverage.degraded has no %s entry mentioning %q: %+v", check, fragment, rep.Coverage)
 }
 
-// krFix applies one finding's default fix through the real `fix` command, after a fresh scan.
-func krFix(t *testing.T, k *krEnv, ns, kruiseNS, id string) {
+// krFix applies one finding's default fix (or the one extra flags pick) through the real `fix`
+// command, after a fresh scan.
+func krFix(t *testing.T, k *krEnv, ns, kruiseNS, id string, extra ...string) {
 	t.Helper()
-	stdout, stderr, code := runPlugin(t, k.c.Kubeconfig, "fix", "-n", ns, "--kruise-namespace", kruiseNS,
-		"--checks", krChecks, "--min-age", "0s", id, "--yes", "-o", "json")
+	args := append([]string{"fix", "-n", ns, "--kruise-namespace", kruiseNS, "--checks", krChecks, "--min-age", "0s", id, "--yes", "-o", "json"}, extra...)
+	stdout, stderr, code := runPlugin(t, k.c.Kubeconfig, args...)
 	if code != 0 {
 		t.Fatalf("fix %s: exit %d\nstdout:\n%s\nstderr:\n%s", id, code, stdout, stderr)
 	}
