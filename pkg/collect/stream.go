@@ -46,8 +46,13 @@ func streamsLists(major, minor string) bool {
 
 // podPage is the response of one page request.
 type podPage struct {
-	body   io.ReadCloser
-	err    error
+	body io.ReadCloser
+	err  error
+}
+
+// pageRequest is a page requested and not read yet; cancel abandons it.
+type pageRequest struct {
+	answer <-chan podPage
 	cancel context.CancelFunc
 }
 
@@ -67,7 +72,7 @@ type listDecoder func(body io.Reader, listMeta func(*metav1.ListMeta), skip int)
 // expired (410) start the list over, after restart forgets what was handed on.
 func (col *collector) streamPods(ctx context.Context, ns string, opts metav1.ListOptions, limit int64, accept string, decode listDecoder, restart func()) error {
 	opts.Limit = limit
-	open := func(cont string) <-chan podPage {
+	open := func(cont string) *pageRequest {
 		ch := make(chan podPage, 1)
 		o := opts
 		if cont != "" {
@@ -80,17 +85,16 @@ func (col *collector) streamPods(ctx context.Context, ns string, opts metav1.Lis
 				VersionedParams(&o, scheme.ParameterCodec).
 				SetHeader("Accept", accept).
 				Stream(rctx)
-			ch <- podPage{body: body, err: err, cancel: cancel}
+			ch <- podPage{body: body, err: err}
 		}()
-		return ch
+		return &pageRequest{answer: ch, cancel: cancel}
 	}
-	// A page requested but not read when an error stops the list is closed here.
-	var pending <-chan podPage
+	// A page requested but not read when an error stops the list is abandoned here.
+	var pending *pageRequest
 	drop := func() {
 		if pending != nil {
-			p := <-pending
-			p.cancel()
-			if p.body != nil {
+			pending.cancel()
+			if p := <-pending.answer; p.body != nil {
 				p.body.Close()
 			}
 			pending = nil
@@ -105,7 +109,8 @@ func (col *collector) streamPods(ctx context.Context, ns string, opts metav1.Lis
 	)
 	pending = open("")
 	for pending != nil {
-		p := <-pending
+		req := pending
+		p := <-req.answer
 		pending = nil
 		next, n, err := "", 0, p.err
 		if err == nil {
@@ -120,7 +125,7 @@ func (col *collector) streamPods(ctx context.Context, ns string, opts metav1.Lis
 				err = fmt.Errorf("decode pod list: %w", err)
 			}
 		}
-		p.cancel()
+		req.cancel()
 		if err == nil {
 			cont, skip = next, 0
 			continue
