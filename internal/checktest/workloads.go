@@ -60,6 +60,12 @@ func Selector(labels map[string]string) Option {
 	}
 }
 
+// SpecField sets a field under spec, e.g. SpecField(int64(1), "updateStrategy", "maxSurge") or
+// SpecField([]any{"web-a"}, "scaleStrategy", "podsToDelete").
+func SpecField(value any, path ...string) Option {
+	return func(m metav1.Object) { set(m, value, append([]string{"spec"}, path...)...) }
+}
+
 // Replicas sets spec.replicas.
 func Replicas(n int64) Option { return func(m metav1.Object) { set(m, n, "spec", "replicas") } }
 

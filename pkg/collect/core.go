@@ -27,7 +27,8 @@ func (col *collector) readNodeLeases(ctx context.Context) error {
 	return err
 }
 
-// readNamespaces reads the namespace in scope, or every namespace.
+// readNamespaces reads the namespace in scope, or every namespace; with a label selector only
+// those matching it, since a namespace is itself something a check can report.
 func (col *collector) readNamespaces(ctx context.Context) error {
 	if ns := col.namespace(); ns != "" {
 		n, err := get(ctx, col, func(ctx context.Context) (*corev1.Namespace, error) {
@@ -36,11 +37,16 @@ func (col *collector) readNamespaces(ctx context.Context) error {
 		if err != nil {
 			return readErr("get", "namespaces/"+ns, err)
 		}
-		col.add(func(s *snapshot.Snapshot) { s.Namespaces = []*corev1.Namespace{n} })
+		if col.opts.Scope.InScope(n.Labels) {
+			col.add(func(s *snapshot.Snapshot) { s.Namespaces = []*corev1.Namespace{n} })
+		}
 		return nil
 	}
-	out, err := listAll(ctx, col, "namespaces", col.c.Kube.CoreV1().Namespaces().List,
-		func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items })
+	list := col.c.Kube.CoreV1().Namespaces().List
+	out, err := listAll(ctx, col, "namespaces", func(ctx context.Context, o metav1.ListOptions) (*corev1.NamespaceList, error) {
+		o.LabelSelector = col.opts.Scope.LabelSelector
+		return list(ctx, o)
+	}, func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items })
 	col.add(func(s *snapshot.Snapshot) { s.Namespaces = out })
 	return err
 }

@@ -3,6 +3,8 @@ package collect
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -12,7 +14,8 @@ import (
 )
 
 // readWorkloads reads the OpenKruise workloads in scope (CloneSets, Advanced StatefulSets and
-// DaemonSets) at the versions the cluster serves.
+// DaemonSets) at the versions the cluster serves. With a label selector only the workloads that
+// match it are read, as the pods are.
 func (col *collector) readWorkloads(ctx context.Context) error {
 	if err := col.discoveryErr(GroupKruise); err != nil {
 		return err
@@ -25,7 +28,7 @@ func (col *collector) readWorkloads(ctx context.Context) error {
 		if !col.served(gvr) {
 			continue
 		}
-		items, err := col.listUnstructured(ctx, gvr, col.namespace())
+		items, err := col.listSelected(ctx, gvr, col.namespace(), col.opts.Scope.LabelSelector)
 		if err != nil {
 			errs = append(errs, err.Error())
 		}
@@ -40,6 +43,7 @@ func (col *collector) readWorkloads(ctx context.Context) error {
 		}
 		col.add(func(s *snapshot.Snapshot) { s.Workloads = append(s.Workloads, ws...) })
 	}
+	col.noteCutWorkloads()
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
 	}
@@ -63,4 +67,25 @@ func (col *collector) readSidecarSets(ctx context.Context) error {
 	}
 	col.add(func(s *snapshot.Snapshot) { s.SidecarSets = out })
 	return err
+}
+
+// maxNamedCut bounds the workloads a coverage note names.
+const maxNamedCut = 5
+
+// noteCutWorkloads says, in coverage, which workloads the label selector may have cut pods of:
+// their controllers' counts cannot be redone on the pods read, so no check judges them on those.
+func (col *collector) noteCutWorkloads() {
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	cut := col.snap.PodsCut()
+	if len(cut) == 0 {
+		return
+	}
+	names := make([]string, 0, len(cut))
+	for _, w := range cut {
+		names = append(names, w.Kind+" "+w.Namespace+"/"+w.Name)
+	}
+	sort.Strings(names)
+	col.snap.Limits[snapshot.InputKruiseWorkloads] = fmt.Sprintf("-l %s may leave out pods that %s select (their selectors do not fix the labels it tests): their replica counts are not judged",
+		col.opts.Scope.LabelSelector, summarize(names, maxNamedCut))
 }

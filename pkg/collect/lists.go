@@ -88,8 +88,16 @@ func listAll[L interface{ GetContinue() string }, T any](ctx context.Context, co
 
 // listUnstructured reads a resource of namespace ns ("" for all) whole through the dynamic client.
 func (col *collector) listUnstructured(ctx context.Context, gvr schema.GroupVersionResource, ns string) ([]*unstructured.Unstructured, error) {
-	return listAll(ctx, col, resourceName(gvr), col.c.Dynamic.Resource(gvr).Namespace(ns).List,
-		func(l *unstructured.UnstructuredList) []unstructured.Unstructured { return l.Items })
+	return col.listSelected(ctx, gvr, ns, "")
+}
+
+// listSelected reads the objects of a resource of namespace ns that match a label selector.
+func (col *collector) listSelected(ctx context.Context, gvr schema.GroupVersionResource, ns, selector string) ([]*unstructured.Unstructured, error) {
+	list := col.c.Dynamic.Resource(gvr).Namespace(ns).List
+	return listAll(ctx, col, resourceName(gvr), func(ctx context.Context, o metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+		o.LabelSelector = selector
+		return list(ctx, o)
+	}, func(l *unstructured.UnstructuredList) []unstructured.Unstructured { return l.Items })
 }
 
 // summarize joins the first max items and counts the others.

@@ -55,7 +55,8 @@ func (col *collector) readObjects(ctx context.Context) error {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			var found []snapshot.Object
-			err := col.paginate(ctx, metav1.ListOptions{}, func(ctx context.Context, o metav1.ListOptions) (string, error) {
+			// With a label selector only objects matching it can be findings.
+			err := col.paginate(ctx, metav1.ListOptions{LabelSelector: col.opts.Scope.LabelSelector}, func(ctx context.Context, o metav1.ListOptions) (string, error) {
 				l, err := col.c.Metadata.Resource(r.gvr).Namespace(ns).List(ctx, o)
 				if err != nil {
 					return "", err
@@ -130,7 +131,7 @@ func coveredResources(want map[snapshot.Input]bool) map[schema.GroupResource]boo
 func (col *collector) addCoveredObjects() {
 	s := col.snap
 	add := func(gvr schema.GroupVersionResource, kind string, namespaced bool, m metav1.ObjectMeta) {
-		if m.DeletionTimestamp == nil || !col.covered[gvr.GroupResource()] {
+		if m.DeletionTimestamp == nil || !col.covered[gvr.GroupResource()] || !col.opts.Scope.InScope(m.Labels) {
 			return
 		}
 		if ns := col.namespace(); ns != "" && m.Namespace != ns {

@@ -129,7 +129,9 @@ type Workload struct {
 	// UnorderedUpdate is true for an Advanced StatefulSet with rollingUpdate.unorderedUpdate: its
 	// partition counts pods rather than ordinals.
 	UnorderedUpdate bool
-	Status          WorkloadStatus
+	// Scaling is what a CloneSet's controller counts with when it scales (CloneSets only).
+	Scaling CloneSetScaling
+	Status  WorkloadStatus
 }
 
 // InPlace reports whether the workload updates pods in place.
@@ -231,6 +233,7 @@ func WorkloadFromUnstructured(u *unstructured.Unstructured) (*Workload, error) {
 			replicas = *w.Replicas
 		}
 		w.Partition = cloneSetPartition(o.Spec.UpdateStrategy.Partition, replicas)
+		w.Scaling = cloneSetScaling(u)
 		return w, nil
 	case KindStatefulSet:
 		o, err := decode[statefulSetSpec](u)

@@ -1,6 +1,8 @@
 package kruise
 
 import (
+	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -21,6 +23,9 @@ type Manager struct {
 	ExpectationTimeout time.Duration
 	LeaseNamespace     string
 	LeaseName          string
+	// ScalingExcludePreparingDelete is --cloneset-scaling-exclude-preparing-delete: every
+	// CloneSet counts pods in PreparingDelete as gone when it scales.
+	ScalingExcludePreparingDelete bool
 }
 
 // FindManager returns the kruise-manager: the Deployment namespace/name when it exists, else the
@@ -60,5 +65,25 @@ func FindManager(deps []*appsv1.Deployment, namespace, name string) *Manager {
 	m.Gates = knowledge.ParseFeatureGates(m.Args)
 	m.ExpectationTimeout = knowledge.FlagDuration(m.Args, "expectation-timeout", m.ExpectationTimeout)
 	m.LeaseNamespace, m.LeaseName = LeaderLease(found.Namespace, m.Args)
+	m.ScalingExcludePreparingDelete = boolFlag(m.Args, "cloneset-scaling-exclude-preparing-delete")
 	return m
+}
+
+// boolFlag reads a Go boolean flag: "--name" or "-name" alone is true, "--name=v" is v; the last
+// one given wins, and a value that does not parse leaves the flag false (the manager would not
+// have started).
+func boolFlag(args []string, name string) bool {
+	on := false
+	for _, a := range args {
+		for _, p := range []string{"--" + name, "-" + name} {
+			switch {
+			case a == p:
+				on = true
+			case strings.HasPrefix(a, p+"="):
+				v, err := strconv.ParseBool(strings.TrimPrefix(a, p+"="))
+				on = err == nil && v
+			}
+		}
+	}
+	return on
 }

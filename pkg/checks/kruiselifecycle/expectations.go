@@ -44,14 +44,15 @@ func (expectationsUnsatisfied) PodCandidates(s *snapshot.Snapshot) []types.UID {
 func expectationCandidates(s *snapshot.Snapshot) []types.UID {
 	var out []types.UID
 	for _, w := range s.Workloads {
-		if w.Kind != kruise.KindCloneSet {
+		if w.Kind != kruise.KindCloneSet || !s.Scope.PodsComplete(w) {
 			continue
 		}
 		active, _ := ownedPods(s, w)
 		n := int32(len(active))
 		suspect := w.Generation > w.Status.ObservedGeneration || w.Status.Replicas != n ||
 			(w.Replicas != nil && *w.Replicas != n) ||
-			(w.Status.UpdateRevision != "" && w.Status.UpdatedReplicas != countRevision(active, w.Status.UpdateRevision))
+			(w.Status.UpdateRevision != "" && w.Status.UpdatedReplicas != countRevision(active, w.Status.UpdateRevision)) ||
+			deletionPlanned(w, active)
 		if !suspect {
 			continue
 		}

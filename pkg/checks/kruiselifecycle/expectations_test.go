@@ -177,8 +177,10 @@ func TestExpectationsUnsatisfiedRootCauses(t *testing.T) {
 		{
 			name: "near miss: rollout with a surge pod",
 			env:  healthy("v1.7.0"),
+			// maxSurge 1: calculateDiffsWithExpectation's updateSurge keeps replicas+1 pods while
+			// old and new revisions both wait (cloneset_sync_utils.go, v1.9.0).
 			cs: cloneSetCase{name: "demo", replicas: 2, generation: 2, status: checktest.CloneSetStatus(2, 3, 1, "demo-6c8d9e7f5", "demo-5d4f8b7c9"),
-				specAge: 20 * time.Minute, statusAge: 15 * time.Minute},
+				specAge: 20 * time.Minute, statusAge: 15 * time.Minute, spec: map[string]any{"updateStrategy.maxSurge": int64(1)}},
 			pods: func(w *kruise.Workload) []*corev1.Pod {
 				return append(normalPods(w, 1, "6c8d9e7f5", 15*time.Minute)[:1], normalPods(w, 3, "5d4f8b7c9", time.Hour)[1:]...)
 			},
@@ -204,8 +206,10 @@ func TestExpectationsUnsatisfiedRootCauses(t *testing.T) {
 		{
 			name: "near miss: pods not Ready, scale-up limited by maxUnavailable",
 			env:  healthy("v1.7.0"),
+			// scaleStrategy.maxUnavailable 1 with one unavailable pod: scaleUpLimit 0, so Scale only
+			// records ScaleUpLimited (cloneset_scale.go Scale, cloneset_sync_utils.go, v1.9.0).
 			cs: cloneSetCase{name: "demo", replicas: 3, generation: 2, status: checktest.CloneSetStatus(2, 1, 1, "demo-5d4f8b7c9", "demo-5d4f8b7c9"),
-				specAge: 30 * time.Minute, statusAge: 29 * time.Minute},
+				specAge: 30 * time.Minute, statusAge: 29 * time.Minute, spec: map[string]any{"scaleStrategy.maxUnavailable": int64(1)}},
 			pods: func(w *kruise.Workload) []*corev1.Pod {
 				ps := normalPods(w, 1, "5d4f8b7c9", time.Hour)
 				ps[0].Status.Conditions = append(ps[0].Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse})
@@ -221,8 +225,10 @@ func TestExpectationsUnsatisfiedRootCauses(t *testing.T) {
 			cs: cloneSetCase{name: "demo", replicas: 1, generation: 2, lifecycle: map[string]any{"preDelete": map[string]any{"finalizersHandler": []any{hookFinalizer}}},
 				status: checktest.CloneSetStatus(2, 2, 2, "demo-5d4f8b7c9", "demo-5d4f8b7c9"), specAge: time.Hour, statusAge: 59 * time.Minute},
 			pods: func(w *kruise.Workload) []*corev1.Pod {
+				// The hook's finalizer still holds the pod, so deletePods leaves it PreparingDelete.
 				ps := normalPods(w, 2, "5d4f8b7c9", 2*time.Hour)
 				ps[1].Labels[kruise.LabelLifecycleState] = kruise.StatePreparingDelete
+				ps[1].Finalizers = append(ps[1].Finalizers, hookFinalizer)
 				return ps
 			},
 		},

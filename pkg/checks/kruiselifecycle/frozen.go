@@ -32,6 +32,10 @@ type frozenWorkload struct {
 func frozenWorkloads(env *kruiseenv.Env, th time.Duration) map[types.UID]*frozenWorkload {
 	out := map[types.UID]*frozenWorkload{}
 	for _, w := range env.Snapshot.Workloads {
+		// A workload whose pods the label selector may have cut is not judged on them.
+		if !env.Snapshot.Scope.PodsComplete(w) {
+			continue
+		}
 		if v := frozenVerdict(env, w, th); v != nil {
 			out[w.UID] = v
 		}
@@ -137,43 +141,26 @@ func frozenVerdict(env *kruiseenv.Env, w *kruise.Workload, th time.Duration) *fr
 			}
 		}
 	}
-	if w.Replicas != nil {
-		want := *w.Replicas
-		// Pods waiting in PreparingDelete for a preDelete hook are deletions the controller already
-		// decided; they count as gone for the scale comparison.
-		n := n
-		for _, p := range active {
-			if p.Labels[kruise.LabelLifecycleState] == kruise.StatePreparingDelete {
-				n--
+	// The scale step the controller would take on the pods it lists, counted as it counts them.
+	if pending := pendingScaleOf(env, w, active); len(pending) > 0 {
+		var lastScale *corev1.Event
+		for _, e := range events {
+			if e.Reason == "SuccessfulCreate" || e.Reason == "SuccessfulDelete" {
+				lastScale = e
 			}
 		}
-		// Surplus pods during a rollout (maxSurge) are the controller's own doing.
-		rolling := w.Status.UpdateRevision != "" && w.Status.CurrentRevision != "" && w.Status.UpdateRevision != w.Status.CurrentRevision
-		if n < want || (n > want && !rolling) {
-			var lastScale, limited *corev1.Event
-			for _, e := range events {
-				switch e.Reason {
-				case "SuccessfulCreate", "SuccessfulDelete":
-					lastScale = e
-				case "ScaleUpLimited":
-					limited = e
-				}
-			}
-			// ScaleUpLimited after the change: the controller chose to wait for pods to become ready.
-			heldBack := limited != nil && !snapshot.EventTime(limited).Before(specAt)
-			at := later(specAt, statusAt, podsAt)
+		at := later(specAt, statusAt, podsAt)
+		if lastScale != nil {
+			at = later(at, snapshot.EventTime(lastScale))
+		}
+		if now.Sub(at) >= th {
+			last := "none in the events read"
 			if lastScale != nil {
-				at = later(at, snapshot.EventTime(lastScale))
+				last = fmt.Sprintf("the newest, %s, is %s old", lastScale.Reason, checks.Age(now, snapshot.EventTime(lastScale)))
 			}
-			if !heldBack && now.Sub(at) >= th {
-				last := "none in the events read"
-				if lastScale != nil {
-					last = fmt.Sprintf("the newest, %s, is %s old", lastScale.Reason, checks.Age(now, snapshot.EventTime(lastScale)))
-				}
-				fired = append(fired, signal{at, checks.Evidencef("spec.replicas %d but %d active pods are controlled by it, and no SuccessfulCreate/SuccessfulDelete event followed for %s (%s)",
-					want, n, checks.Age(now, at), last)})
-				scale = true
-			}
+			fired = append(fired, signal{at, checks.Evidencef("spec.replicas %d but %d active pods are controlled by it: %s; no SuccessfulCreate/SuccessfulDelete event followed for %s (%s)",
+				replicasOf(w), n, strings.Join(pending, "; "), checks.Age(now, at), last)})
+			scale = true
 		}
 	}
 	if len(fired) == 0 {

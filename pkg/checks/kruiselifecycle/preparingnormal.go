@@ -86,6 +86,10 @@ func (c stuckPreparingNormal) Run(s *snapshot.Snapshot, threshold time.Duration)
 			frozen = frozenWorkloads(env, expTh)
 		}
 		w, _ := s.Workload(ref.UID)
+		if w == nil && s.Scope.LabelSelector != "" {
+			// Its workload does not match the selector: a finding would name it (owner, fixes).
+			continue
+		}
 		out = append(out, checks.NewFinding(info, c.diagnose(env, frozen, p, w, since, sinceSource)))
 	}
 	return out

@@ -32,6 +32,10 @@ type cloneSetCase struct {
 	specAge, statusAge time.Duration
 	created            time.Duration
 	deleting           bool
+	// labels are the CloneSet's own labels; spec sets further spec fields by path
+	// ("updateStrategy.maxSurge", "scaleStrategy.podsToDelete").
+	labels map[string]string
+	spec   map[string]any
 }
 
 // cloneSet builds the CloneSet through the real decoder, from the object kruise and the apiserver
@@ -66,6 +70,12 @@ func (c cloneSetCase) cloneSet(t *testing.T) *kruise.Workload {
 	}
 	if c.deleting {
 		opts = append(opts, checktest.DeletedSince(time.Hour), checktest.Finalizers("", "example.com/cleanup"))
+	}
+	if c.labels != nil {
+		opts = append(opts, checktest.Labels(c.labels))
+	}
+	for path, v := range c.spec {
+		opts = append(opts, checktest.SpecField(v, strings.Split(path, ".")...))
 	}
 	return checktest.Workload(t, kruise.KindCloneSet, "shop", c.name, opts...)
 }
