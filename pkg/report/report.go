@@ -153,6 +153,19 @@ type Finding struct {
 	Summary   string    `json:"summary"`
 	RootCause RootCause `json:"rootCause"`
 	Fixes     []Fix     `json:"fixes"`
+	// BlockedBy are the stuck objects this one waits on, nearest first; the last is the root,
+	// whose own finding carries the fix.
+	BlockedBy []BlockRef `json:"blockedBy,omitempty"`
+}
+
+// BlockRef names a stuck object a finding waits on, and that object's own finding when the scan
+// has one.
+type BlockRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	FindingID  string `json:"findingId,omitempty"`
 }
 
 // RootCause explains why the object is stuck.
