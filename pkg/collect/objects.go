@@ -110,7 +110,9 @@ func coveredResources(want map[snapshot.Input]bool) map[schema.GroupResource]boo
 		out[schema.GroupResource{Resource: "nodes"}] = true
 	}
 	if want[snapshot.InputControllers] {
-		out[schema.GroupResource{Group: "apps", Resource: "deployments"}] = true
+		for _, r := range []string{"deployments", "statefulsets", "daemonsets"} {
+			out[schema.GroupResource{Group: "apps", Resource: r}] = true
+		}
 	}
 	if want[snapshot.InputAPIServices] {
 		out[apiServices.GroupResource()] = true
@@ -122,6 +124,9 @@ func coveredResources(want map[snapshot.Input]bool) map[schema.GroupResource]boo
 	}
 	if want[snapshot.InputClusterAPI] {
 		out[capiCluster.GroupResource()] = true
+	}
+	if want[snapshot.InputPersistentVolumes] {
+		out[schema.GroupResource{Resource: "persistentvolumes"}] = true
 	}
 	return out
 }
@@ -147,6 +152,12 @@ func (col *collector) addCoveredObjects() {
 	for _, d := range s.Deployments {
 		add(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, "Deployment", true, d.ObjectMeta)
 	}
+	for _, d := range s.StatefulSets {
+		add(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}, "StatefulSet", true, d.ObjectMeta)
+	}
+	for _, d := range s.DaemonSets {
+		add(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"}, "DaemonSet", true, d.ObjectMeta)
+	}
 	for _, a := range s.APIServices {
 		add(apiServices, "APIService", false, metaOf(a))
 	}
@@ -156,6 +167,9 @@ func (col *collector) addCoveredObjects() {
 	}
 	for _, c := range s.Clusters {
 		add(capiCluster, "Cluster", true, metaOf(c))
+	}
+	for _, pv := range s.PersistentVolumes {
+		add(schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}, "PersistentVolume", false, pv.ObjectMeta)
 	}
 }
 

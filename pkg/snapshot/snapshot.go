@@ -55,6 +55,8 @@ const (
 	InputControllerRevisions Input = "controller-revisions"
 	// InputClusterAPI is Cluster API Clusters.
 	InputClusterAPI Input = "cluster-api"
+	// InputPersistentVolumes is every PersistentVolume, whole (their phase and claimRef).
+	InputPersistentVolumes Input = "persistent-volumes"
 )
 
 // ControllerLog is the part of a controller's log a scan read: the window it asked for and the
@@ -156,6 +158,8 @@ type Snapshot struct {
 	// Objects are objects of other resources that are being deleted.
 	Objects  []Object
 	Clusters []*unstructured.Unstructured
+	// PersistentVolumes are every PV, whole; nil in a scan of one namespace.
+	PersistentVolumes []*corev1.PersistentVolume
 	// Logs maps "namespace/pod" of a controller leader to the bounded text read from its log.
 	Logs map[string]string
 	// ClusterAPILog is what was read of the Cluster API controller leader's log; nil if not read.
