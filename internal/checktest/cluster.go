@@ -38,8 +38,10 @@ type Cluster struct {
 	Namespaces  []*corev1.Namespace
 	APIServices []*unstructured.Unstructured
 	Clusters    []*unstructured.Unstructured
-	Workloads   []*kruise.Workload
-	SidecarSets []*kruise.SidecarSet
+	// PersistentVolumes are read whole; list a deleted one in Objects too (PVObject).
+	PersistentVolumes []*corev1.PersistentVolume
+	Workloads         []*kruise.Workload
+	SidecarSets       []*kruise.SidecarSet
 	// ServerVersion is the apiserver's /version gitVersion.
 	ServerVersion string
 	// Logs are controller pod logs by "namespace/pod".
@@ -55,8 +57,8 @@ func (c Cluster) Snapshot() *snapshot.Snapshot {
 		Objects: c.Objects, Namespaces: c.Namespaces, APIServices: c.APIServices, Clusters: c.Clusters,
 		Workloads: c.Workloads, SidecarSets: c.SidecarSets,
 		StatefulSets: c.StatefulSets, DaemonSets: c.DaemonSets, ControllerNamespaces: c.ControllerNamespaces,
-		ClusterAPILog: c.ClusterAPILog,
-		Unread:        map[snapshot.Input]error{}, Logs: map[string]string{}, Limits: map[snapshot.Input]string{}}
+		ClusterAPILog: c.ClusterAPILog, PersistentVolumes: c.PersistentVolumes,
+		Unread: map[snapshot.Input]error{}, Logs: map[string]string{}, Limits: map[snapshot.Input]string{}}
 	for in, l := range c.Limits {
 		s.Limits[in] = l
 	}

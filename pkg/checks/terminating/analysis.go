@@ -27,6 +27,8 @@ type analysis struct {
 	kwok         *kwokController
 	kwokLooked   bool
 	allWorkloads []workload
+	// held are the blockers of each subject a built-in controller's condition holds (held.go).
+	held map[types.UID][]blocker
 }
 
 // subject is the object a finding is about, whatever its resource.
@@ -173,6 +175,7 @@ func (a *analysis) object(o snapshot.Object) (report.Finding, bool) {
 	for _, step := range []func() (checks.Draft, bool){
 		func() (checks.Draft, bool) { return a.ownerPaused(subj, owners) },
 		func() (checks.Draft, bool) { return a.readdRace(subj, owners) },
+		func() (checks.Draft, bool) { return a.heldByCondition(subj) },
 		func() (checks.Draft, bool) { return a.finalizerOwners(subj, owners) },
 	} {
 		if f, ok := step(); ok {

@@ -1,6 +1,7 @@
 package terminating
 
 import (
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -34,16 +35,25 @@ func New() checks.Check {
 			{Input: snapshot.InputClusterAPI, Optional: true},
 			{Input: snapshot.InputClusterAPILogs, Optional: true},
 			{Input: snapshot.InputKruiseWorkloads, Optional: true},
+			{Input: snapshot.InputPersistentVolumes, Optional: true},
 		},
 	}, documentation)}
 }
 
-// PodCandidates returns the pods whose full objects the check reads: those being deleted and
-// those OpenKruise is preparing to delete. Both are visible in metadata.
+// PodCandidates returns the pods whose full objects the check reads: those being deleted, those
+// OpenKruise is preparing to delete (both visible in metadata), and every pod of a namespace
+// where a claim waits for kubernetes.io/pvc-protection (which pods use a claim is in their spec).
 func (check) PodCandidates(s *snapshot.Snapshot) []types.UID {
+	claims := map[string]bool{}
+	for _, o := range s.Objects {
+		if o.Meta != nil && o.Resource.Group == "" && o.Resource.Resource == "persistentvolumeclaims" &&
+			slices.Contains(o.Meta.Finalizers, finPVCProtection) {
+			claims[o.Meta.Namespace] = true
+		}
+	}
 	var out []types.UID
 	for _, p := range s.Pods {
-		if p.DeletionTimestamp != nil || p.Labels[kruise.LabelLifecycleState] == kruise.StatePreparingDelete {
+		if p.DeletionTimestamp != nil || p.Labels[kruise.LabelLifecycleState] == kruise.StatePreparingDelete || claims[p.Namespace] {
 			out = append(out, p.UID)
 		}
 	}
@@ -72,5 +82,6 @@ func (c check) Run(s *snapshot.Snapshot, threshold time.Duration) []report.Findi
 			out = append(out, f)
 		}
 	}
+	a.link(out)
 	return out
 }

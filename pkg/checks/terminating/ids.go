@@ -21,6 +21,8 @@ const (
 	RootCauseKubeletKillFailing        = "kubelet-kill-failing"
 	RootCauseNamespaceDiscoveryFailed  = "namespace-discovery-failed"
 	RootCauseNamespaceContentRemaining = "namespace-content-remaining"
+	RootCauseProtectedResourceInUse    = "protected-resource-in-use"
+	RootCauseDependentsRemaining       = "dependents-remaining"
 )
 
 // rootCauses are the root causes the check reports, with the severity of their findings and the
@@ -33,6 +35,8 @@ func rootCauses() []checks.RootCause {
 		{ID: RootCauseKruisePreDeleteHook, Severity: report.SeverityWarning},
 		{ID: RootCauseOwnerPaused, Severity: report.SeverityWarning},
 		{ID: RootCauseFinalizerReaddRace, Severity: report.SeverityError},
+		{ID: RootCauseProtectedResourceInUse, Severity: report.SeverityWarning},
+		{ID: RootCauseDependentsRemaining, Severity: report.SeverityWarning},
 		{ID: RootCauseFinalizerOwnerMissing, Severity: report.SeverityError, Actions: []string{checks.ActionRemoveFinalizer}},
 		{ID: RootCauseFinalizerOwnerNotActing, Severity: report.SeverityWarning},
 		{ID: RootCauseKubeletKillFailing, Severity: report.SeverityError},
