@@ -80,19 +80,8 @@ func (p *leaderProcess) reconcile(ctx context.Context, key string) error {
 	if w.Replicas != nil {
 		replicas = *w.Replicas
 	}
-	switch diff := int(replicas) - len(active); {
-	case diff > 0:
-		for range diff {
-			if err := p.createPod(ctx, w, key, updateRevision, hash); err != nil {
-				return err
-			}
-		}
-	case diff < 0:
-		for _, pod := range active[len(active)+diff:] {
-			if err := p.deletePod(ctx, w, key, pod); err != nil {
-				return err
-			}
-		}
+	if err := p.scale(ctx, w, key, updateRevision, hash, active); err != nil {
+		return err
 	}
 	return p.writeStatus(ctx, u, w, active, replicas, updateRevision)
 }

@@ -42,7 +42,10 @@ var kruiseManagerLabels = map[string]string{"control-plane": "controller-manager
 //     PreparingNormal to Normal once the preNormal hook is satisfied (IsPodAllHooked); status as
 //     calculateStatus writes it; scale expectations that skip every reconcile while unsatisfied,
 //     logging "Not satisfied scale" and, past --expectation-timeout, "Expectation unsatisfied
-//     overtime" to the leader container's log, which kwok serves through pods/log.
+//     overtime" to the leader container's log, which kwok serves through pods/log; scaling that
+//     counts pods as v1.9.0's calculateDiffsWithExpectation does (PreparingDelete pods counted,
+//     pods chosen by name deleted or held in PreparingDelete by the preDelete hook, the partition's
+//     pods recreated on the current revision: see kruise_scale.go).
 //   - CloneSetEventHandlerOptimization (v1.4.0-v1.8.x, openkruise/kruise#2057): pod update events
 //     that change only a preNormal hook's finalizers are ignored, so the pod is not refreshed.
 //

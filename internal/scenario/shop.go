@@ -127,6 +127,7 @@ func Build(ctx context.Context, env Env) (*Shop, error) {
 		{"the spot node is reclaimed and the edge node's kubelet dies", b.nodes},
 		{"kruise-manager loses a pod event of CloneSet checkout", b.lostEvent},
 		{"someone deletes pods and edits a template", b.operations},
+		{"the on-call retires a wishlist pod by name", b.retire},
 		{"the legacy app is uninstalled, leaving its APIService", b.legacy},
 		{"waiting for the cluster to settle into the broken states", b.settle},
 	}

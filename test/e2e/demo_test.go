@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fix"
@@ -51,6 +53,41 @@ func TestDemoScenarios(t *testing.T) {
 				t.Errorf("%s %s on %s has no message or evidence", f.Check, f.RootCause.ID, f.Object)
 			}
 		}
+	})
+
+	// Issue 15, class 1: with -l no workload is judged on a pod list the selector cut, and no
+	// finding names an object outside the selector. wishlist (class 2) waits in PreparingDelete
+	// by design: its only finding is the pod's pending hook.
+	t.Run("scan -l app=<app> reports that app's findings and nothing else", func(t *testing.T) {
+		// The pending hook is a warning: --fail-on error exits 0 on wishlist.
+		for app, exit := range map[string]int{"checkout": 2, "cart": 2, "wishlist": 0} {
+			scoped := demoScopedScan(t, c.Kubeconfig, "app="+app, exit)
+			want := demoAppExpectations(t, c, shop.Expected, app)
+			if len(want) == 0 {
+				t.Fatalf("the demo expects no finding of app %s", app)
+			}
+			demoAssertFindings(t, scoped, want)
+			t.Logf("scan -A -l app=%s --min-age 0s:\n%s", app, demoSummaries(scoped))
+		}
+		// checkout also carries tier=backend, which its selector (app=checkout) does not fix: its
+		// pods lack the label, so the selector cuts them all. Before issue 15 the CloneSet looked
+		// frozen on that empty pod list; now it is not judged and coverage says why.
+		_, _, code := runKubectl(t, c.Kubeconfig, "label", "clonesets.apps.kruise.io", "-n", scenario.Namespace, "checkout", "tier=backend")
+		if code != 0 {
+			t.Fatalf("label CloneSet checkout: exit %d", code)
+		}
+		cut := demoScopedScan(t, c.Kubeconfig, "tier=backend", 0)
+		if len(cut.Findings) != 0 {
+			t.Errorf("scan -l tier=backend judged a workload whose pods it cut:\n%s", demoSummaries(cut))
+		}
+		noted := false
+		for _, n := range cut.Coverage.Notes {
+			noted = noted || (n.Check == "expectations-unsatisfied" && strings.Contains(n.Reason, "CloneSet shop/checkout") && strings.Contains(n.Reason, "not judged"))
+		}
+		if !noted {
+			t.Errorf("coverage does not say CloneSet shop/checkout was not judged: %+v", cut.Coverage.Notes)
+		}
+		t.Logf("scan -A -l tier=backend: %d findings, notes %+v", len(cut.Findings), cut.Coverage.Notes)
 	})
 
 	t.Run("the table shows every check", func(t *testing.T) {
@@ -185,4 +222,39 @@ func demoSummaries(rep *report.Report) string {
 		fmt.Fprintf(&b, "  %s %s %s: %s\n", f.Check, f.RootCause.ID, f.Object, f.Summary)
 	}
 	return b.String()
+}
+
+// demoScopedScan runs `scan -A -l SELECTOR -o json --min-age 0s`.
+func demoScopedScan(t *testing.T, kubeconfig, selector string, wantExit int) *report.Report {
+	t.Helper()
+	stdout, stderr, code := runPlugin(t, kubeconfig, "scan", "-A", "-l", selector, "-o", "json", "--min-age", "0s")
+	if code != wantExit {
+		t.Fatalf("scan -A -l %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", selector, code, wantExit, stdout, stderr)
+	}
+	var rep report.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("scan -o json is not a report: %v\n%s", err, stdout)
+	}
+	return &rep
+}
+
+// demoAppExpectations are the expected findings whose object carries app=<app>: the app's
+// workloads and its pods, read from the cluster.
+func demoAppExpectations(t *testing.T, c *testcluster.Cluster, exp []scenario.Expectation, app string) []scenario.Expectation {
+	t.Helper()
+	pods, err := c.Clientset().CoreV1().Pods(scenario.Namespace).List(t.Context(), metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ofApp := map[string]bool{}
+	for _, p := range pods.Items {
+		ofApp["Pod/"+p.Name] = true
+	}
+	var out []scenario.Expectation
+	for _, e := range exp {
+		if ofApp[e.Object.Kind+"/"+e.Object.Name] || (e.Object.Kind != "Pod" && e.Object.Namespace == scenario.Namespace && e.Object.Name == app) {
+			out = append(out, e)
+		}
+	}
+	return out
 }

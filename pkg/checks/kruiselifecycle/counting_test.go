@@ -177,10 +177,11 @@ func TestPreparingDeleteByDesignOnlyHookFinding(t *testing.T) {
 	for _, c := range []checks.Check{ExpectationsUnsatisfied(), StuckPreparingNormal(), terminating.New()} {
 		all = append(all, c.Run(s, 5*time.Minute)...)
 	}
-	for _, f := range all {
-		if f.Object.Name != "demo-ckx2p" || f.RootCause.ID != "kruise-predelete-hook-pending" {
-			t.Errorf("unexpected finding %s %s/%s: %s", f.Check, f.Object.Kind, f.Object.Name, f.RootCause.ID)
+	if len(all) != 1 || all[0].Object.Name != "demo-ckx2p" || all[0].RootCause.ID != terminating.RootCauseKruisePreDeleteHook {
+		for _, f := range all {
+			t.Logf("%s %s/%s: %s", f.Check, f.Object.Kind, f.Object.Name, f.RootCause.ID)
 		}
+		t.Fatalf("want only the pod's %s finding, got %d findings", terminating.RootCauseKruisePreDeleteHook, len(all))
 	}
 }
 
