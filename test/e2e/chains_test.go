@@ -1,0 +1,287 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+)
+
+// Stuck deletions held by the built-in controllers' conditions, produced by the real controllers
+// (kube-controller-manager's PVC and PV protection and garbage collector, the
+// apiextensions-apiserver) on a control plane where kwok plays the kubelet of two nodes. kwok
+// manages the nodes labelled kwok-group=alive: relabelling one takes it out of kwok's watch, so
+// that node alone stops heartbeating, like a node whose kubelet died.
+
+const (
+	chLive = "kw-1"
+	chDead = "kw-2"
+)
+
+func TestBlockingChains(t *testing.T) {
+	stages := filepath.Join(t.TempDir(), "kwok-stages.yaml")
+	if err := os.WriteFile(stages, []byte(scenario.KwokStages), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := testcluster.Start(t, testcluster.Options{
+		ControllerManager: true, Scheduler: true, NodeMonitorGracePeriod: 10 * time.Second,
+		Kwok: &testcluster.KwokOptions{NodeLabelSelector: "kwok-group=alive", ExtraArgs: []string{"--config=" + stages}},
+	})
+	e := &teEnv{c: c, cs: c.Clientset(), ctx: t.Context()}
+	for _, n := range []string{chLive, chDead} {
+		node := kwokNode(n)
+		node.Labels["kwok-group"] = "alive"
+		if _, err := e.cs.CoreV1().Nodes().Create(e.ctx, node, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create node: %v", err)
+		}
+		waitNodeReady(t, e.cs, n, corev1.ConditionTrue)
+	}
+	t.Run("claim deleted while its pod runs", e.claimInUse)
+	t.Run("foreground deletion held by a pod on a dead node", e.foregroundOnDeadNode)
+	t.Run("CRD held by an instance's finalizer", e.crdInstance)
+}
+
+// claimInUse: a PV and its claim deleted while a Running pod on a healthy node mounts the claim.
+// The claim waits for the pod (not stuck: no write), the volume waits for the claim.
+func (e *teEnv) claimInUse(t *testing.T) {
+	const ns = "ch-claim"
+	e.namespace(t, ns)
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "ch-pv-data"}, Spec: corev1.PersistentVolumeSpec{
+		Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+		AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/ch-data"}},
+		ClaimRef:               &corev1.ObjectReference{Namespace: ns, Name: "data"},
+	}}
+	empty := ""
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data"}, Spec: corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: &empty, VolumeName: pv.Name,
+		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+	}}
+	if _, err := e.cs.CoreV1().PersistentVolumes().Create(e.ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.cs.CoreV1().PersistentVolumeClaims(ns).Create(e.ctx, pvc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "claim bound", func(ctx context.Context) (bool, error) {
+		got, err := e.cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data", metav1.GetOptions{})
+		return err == nil && got.Status.Phase == corev1.ClaimBound, err
+	})
+	e.podOn(t, ns, "db-0", chLive, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}})
+	if err := e.cs.CoreV1().PersistentVolumeClaims(ns).Delete(e.ctx, "data", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.cs.CoreV1().PersistentVolumes().Delete(e.ctx, pv.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	rep := e.scanAll(t)
+	claim := teFind(t, rep, "PersistentVolumeClaim", "data")
+	assertFinding(t, claim, "protected-resource-in-use", report.SeverityWarning,
+		[]string{"used by: pod ch-claim/db-0, Running on node kw-1 (node Ready)", "kubernetes.io/pvc-protection"}, nil)
+	if len(claim.BlockedBy) != 0 {
+		t.Errorf("the claim waits on a healthy pod, nothing stuck: blockedBy %v", claim.BlockedBy)
+	}
+	vol := teFind(t, rep, "PersistentVolume", pv.Name)
+	assertFinding(t, vol, "protected-resource-in-use", report.SeverityWarning, []string{"status.phase Bound, claimRef ch-claim/data"}, nil)
+	assertBlockedBy(t, vol, claim.ID, "PersistentVolumeClaim/data")
+	assertNoProtectionRemoval(t, rep)
+	if _, err := e.cs.CoreV1().PersistentVolumeClaims(ns).Get(e.ctx, "data", metav1.GetOptions{}); err != nil {
+		t.Errorf("the claim a running pod uses must still be there: %v", err)
+	}
+}
+
+// foregroundOnDeadNode: a Deployment whose pod runs on kw-2, kw-2's kubelet dies, then the
+// Deployment is deleted with foreground propagation: the garbage collector deletes the ReplicaSet
+// (foreground too) and the pod, which no kubelet confirms.
+func (e *teEnv) foregroundOnDeadNode(t *testing.T) {
+	const ns = "ch-fg"
+	e.namespace(t, ns)
+	one, grace := int32(1), int64(3)
+	labels := map[string]string{"app": "web"}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: appsv1.DeploymentSpec{
+		Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: chPodSpec(chDead, grace)},
+	}}
+	if _, err := e.cs.AppsV1().Deployments(ns).Create(e.ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 90*time.Second, "deployment web available", func(ctx context.Context) (bool, error) {
+		got, err := e.cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && got.Status.AvailableReplicas == 1, err
+	})
+	patch := []byte(`{"metadata":{"labels":{"kwok-group":"dead"}}}`)
+	if _, err := e.cs.CoreV1().Nodes().Patch(e.ctx, chDead, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitNodeReady(t, e.cs, chDead, corev1.ConditionUnknown)
+	fg := metav1.DeletePropagationForeground
+	if err := e.cs.AppsV1().Deployments(ns).Delete(e.ctx, "web", metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil {
+		t.Fatal(err)
+	}
+
+	var rep *report.Report
+	eventually(t, 90*time.Second, "the pod's node-not-ready finding and the ReplicaSet deleted", func(ctx context.Context) (bool, error) {
+		rep = e.scanAll(t)
+		var pod, rs bool
+		for _, f := range rep.Findings {
+			pod = pod || f.Object.Namespace == ns && f.Object.Kind == "Pod" && f.RootCause.ID == "node-not-ready"
+			rs = rs || f.Object.Namespace == ns && f.Object.Kind == "ReplicaSet"
+		}
+		return pod && rs, nil
+	})
+	var pod report.Finding
+	for _, f := range rep.Findings {
+		if f.Object.Namespace == ns && f.Object.Kind == "Pod" {
+			pod = f
+		}
+	}
+	assertFinding(t, pod, "node-not-ready", report.SeverityError, []string{"node " + chDead}, []string{"force-delete"})
+	dep := teFind(t, rep, "Deployment", "web")
+	assertFinding(t, dep, "dependents-remaining", report.SeverityWarning, []string{"dependent: replicaset ch-fg/web-", "foregroundDeletion"}, nil)
+	var rs report.Finding
+	for _, f := range rep.Findings {
+		if f.Object.Namespace == ns && f.Object.Kind == "ReplicaSet" {
+			rs = f
+		}
+	}
+	assertFinding(t, rs, "dependents-remaining", report.SeverityWarning, []string{"dependent: pod ch-fg/" + pod.Object.Name + ", Terminating"}, nil)
+	assertBlockedBy(t, rs, pod.ID, "Pod/"+pod.Object.Name)
+	assertBlockedBy(t, dep, pod.ID, "ReplicaSet/"+rs.Object.Name, "Pod/"+pod.Object.Name)
+	if !strings.Contains(dep.Summary, "root: pod ch-fg/"+pod.Object.Name+", Terminating") || !strings.Contains(dep.Summary, "node "+chDead) {
+		t.Errorf("deployment summary %q does not name the root pod on %s", dep.Summary, chDead)
+	}
+	assertNoProtectionRemoval(t, rep)
+}
+
+var chGadgets = schema.GroupVersionResource{Group: "example.org", Version: "v1", Resource: "gadgets"}
+
+// crdInstance: a CRD deleted while an instance holds a finalizer nobody removes.
+func (e *teEnv) crdInstance(t *testing.T) {
+	const ns = "ch-crd"
+	e.namespace(t, ns)
+	crd := filepath.Join(t.TempDir(), "gadgets.yaml")
+	if err := os.WriteFile(crd, []byte(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.example.org
+spec:
+  group: example.org
+  names: {kind: Gadget, listKind: GadgetList, plural: gadgets, singular: gadget}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.c.InstallCRDs(t, crd)
+	g := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.org/v1", "kind": "Gadget",
+		"metadata": map[string]any{"name": "g1", "finalizers": []any{"example.org/hold"}}}}
+	if _, err := e.c.Dynamic().Resource(chGadgets).Namespace(ns).Create(e.ctx, g, metav1.CreateOptions{FieldManager: "gadget-operator"}); err != nil {
+		t.Fatal(err)
+	}
+	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	if err := e.c.Dynamic().Resource(crds).Delete(e.ctx, "gadgets.example.org", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var rep *report.Report
+	eventually(t, 60*time.Second, "the CRD's finding", func(ctx context.Context) (bool, error) {
+		rep = e.scanAll(t)
+		for _, f := range rep.Findings {
+			if f.Object.Kind == "CustomResourceDefinition" && f.RootCause.ID == "dependents-remaining" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	f := teFind(t, rep, "CustomResourceDefinition", "gadgets.example.org")
+	assertFinding(t, f, "dependents-remaining", report.SeverityWarning,
+		[]string{"instance: gadget ch-crd/g1, Deleting, finalizers [example.org/hold]", "customresourcecleanup.apiextensions.k8s.io"}, nil)
+	inst := teFind(t, rep, "Gadget", "g1")
+	assertBlockedBy(t, f, inst.ID, "Gadget/g1")
+	assertNoProtectionRemoval(t, rep)
+}
+
+// ---- helpers ----
+
+func chPodSpec(node string, grace int64) corev1.PodSpec {
+	s := kwokPodSpec(grace)
+	s.NodeSelector = map[string]string{"kubernetes.io/hostname": node}
+	return s
+}
+
+// podOn creates a pod on node with the volumes and waits until kwok runs it.
+func (e *teEnv) podOn(t *testing.T, ns, name, node string, vols ...corev1.Volume) {
+	t.Helper()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: chPodSpec(node, 3)}
+	p.Spec.Volumes = vols
+	if _, err := e.cs.CoreV1().Pods(ns).Create(e.ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "pod "+ns+"/"+name+" running on "+node, func(ctx context.Context) (bool, error) {
+		got, err := e.cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && got.Status.Phase == corev1.PodRunning, err
+	})
+}
+
+func (e *teEnv) scanAll(t *testing.T) *report.Report {
+	t.Helper()
+	stdout, stderr, code := runPlugin(t, e.c.Kubeconfig, "scan", "-A", "--checks", teCheck, "-o", "json", "--min-age", "0s")
+	if code != 0 && code != 2 {
+		t.Fatalf("scan -A: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	return parseReport(t, stdout)
+}
+
+// assertBlockedBy checks the chain, nearest first, written Kind/name, and the root's finding ID.
+func assertBlockedBy(t *testing.T, f report.Finding, rootID string, chain ...string) {
+	t.Helper()
+	var got []string
+	for _, b := range f.BlockedBy {
+		got = append(got, b.Kind+"/"+b.Name)
+	}
+	if strings.Join(got, ",") != strings.Join(chain, ",") {
+		t.Errorf("%s blockedBy %v, want %v", f.Object, got, chain)
+		return
+	}
+	if f.BlockedBy[len(f.BlockedBy)-1].FindingID != rootID {
+		t.Errorf("%s: root finding %s, want %s", f.Object, f.BlockedBy[len(f.BlockedBy)-1].FindingID, rootID)
+	}
+	if len(f.Fixes) != 0 {
+		t.Errorf("%s above the root offers fixes %v", f.Object, f.Fixes)
+	}
+}
+
+// assertNoProtectionRemoval: no finding offers to remove a protection finalizer.
+func assertNoProtectionRemoval(t *testing.T, rep *report.Report) {
+	t.Helper()
+	for _, f := range rep.Findings {
+		for _, fx := range f.Fixes {
+			switch fx.Params["finalizer"] {
+			case "kubernetes.io/pvc-protection", "kubernetes.io/pv-protection", "foregroundDeletion", "customresourcecleanup.apiextensions.k8s.io":
+				t.Errorf("%s offers %s of %s", f.Object, fx.Action, fx.Params["finalizer"])
+			}
+		}
+	}
+}
