@@ -46,7 +46,7 @@ func (col *collector) readControllers(ctx context.Context) error {
 }
 
 // readLogs reads the kruise-manager leader's recent log, bounded in time and size, and keeps
-// only the expectation lines.
+// only the expectation lines and the SidecarSet controller's "update in flight" lines.
 func (col *collector) readLogs(ctx context.Context) error {
 	mgr := kruise.FindManager(col.snap.Deployments, col.opts.Settings.KruiseNamespace, col.opts.Settings.KruiseDeployment)
 	if mgr == nil {
@@ -77,7 +77,7 @@ func (col *collector) readLogs(ctx context.Context) error {
 		sc := bufio.NewScanner(io.LimitReader(stream, limit))
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
-			if line := sc.Text(); kruise.IsExpectationLogLine(line) {
+			if line := sc.Text(); kruise.IsExpectationLogLine(line) || kruise.IsSidecarSetInFlightLine(line) {
 				kept.WriteString(line)
 				kept.WriteByte('\n')
 			}

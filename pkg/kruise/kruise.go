@@ -98,6 +98,8 @@ type WorkloadStatus struct {
 	DaemonSetHash string `json:"daemonSetHash,omitempty"`
 	// DesiredNumberScheduled is an Advanced DaemonSet's pod count, which a percent partition scales.
 	DesiredNumberScheduled int32 `json:"desiredNumberScheduled,omitempty"`
+	// UpdatedNumberScheduled is an Advanced DaemonSet's count of pods on its update revision.
+	UpdatedNumberScheduled int32 `json:"updatedNumberScheduled,omitempty"`
 }
 
 // WorkloadCondition is a status condition in the loose form Kruise writes.
@@ -131,7 +133,10 @@ type Workload struct {
 	UnorderedUpdate bool
 	// Scaling is what a CloneSet's controller counts with when it scales (CloneSets only).
 	Scaling CloneSetScaling
-	Status  WorkloadStatus
+	// ProgressDeadlineSeconds is a CloneSet's spec.progressDeadlineSeconds (kruise v1.9.0), nil
+	// when unset or for other kinds.
+	ProgressDeadlineSeconds *int32
+	Status                  WorkloadStatus
 }
 
 // InPlace reports whether the workload updates pods in place.
@@ -152,11 +157,12 @@ func (w *Workload) Condition(t string) (WorkloadCondition, bool) {
 type intOrString = json.RawMessage
 
 type cloneSetSpec struct {
-	Replicas       *int32                 `json:"replicas"`
-	Selector       *metav1.LabelSelector  `json:"selector"`
-	Template       corev1.PodTemplateSpec `json:"template"`
-	Lifecycle      *Lifecycle             `json:"lifecycle"`
-	UpdateStrategy struct {
+	Replicas                *int32                 `json:"replicas"`
+	ProgressDeadlineSeconds *int32                 `json:"progressDeadlineSeconds"`
+	Selector                *metav1.LabelSelector  `json:"selector"`
+	Template                corev1.PodTemplateSpec `json:"template"`
+	Lifecycle               *Lifecycle             `json:"lifecycle"`
+	UpdateStrategy          struct {
 		Type      string       `json:"type"`
 		Paused    bool         `json:"paused"`
 		Partition *intOrString `json:"partition"`
@@ -234,6 +240,7 @@ func WorkloadFromUnstructured(u *unstructured.Unstructured) (*Workload, error) {
 		}
 		w.Partition = cloneSetPartition(o.Spec.UpdateStrategy.Partition, replicas)
 		w.Scaling = cloneSetScaling(u)
+		w.ProgressDeadlineSeconds = o.Spec.ProgressDeadlineSeconds
 		return w, nil
 	case KindStatefulSet:
 		o, err := decode[statefulSetSpec](u)
@@ -290,17 +297,24 @@ func base(apiVersion, kind string, meta metav1.ObjectMeta, status WorkloadStatus
 type SidecarSet struct {
 	metav1.ObjectMeta
 	Containers []corev1.Container
+	Selector   *metav1.LabelSelector
+	// Strategy is spec.updateStrategy and Status the counts its controller writes (sidecarset.go).
+	Strategy SidecarSetStrategy
+	Status   SidecarSetStatus
 }
 
 // SidecarSetFromUnstructured decodes a SidecarSet.
 func SidecarSetFromUnstructured(u *unstructured.Unstructured) (*SidecarSet, error) {
-	o, err := decode[struct {
-		Containers []corev1.Container `json:"containers"`
-	}](u)
+	o, err := decode[sidecarSetSpec](u)
 	if err != nil {
 		return nil, err
 	}
-	return &SidecarSet{ObjectMeta: o.Metadata, Containers: o.Spec.Containers}, nil
+	var st SidecarSetStatus
+	if raw, err := json.Marshal(u.Object["status"]); err == nil {
+		_ = json.Unmarshal(raw, &st) // a status that does not decode counts as none written yet
+	}
+	return &SidecarSet{ObjectMeta: o.Metadata, Containers: o.Spec.Containers, Selector: o.Spec.Selector,
+		Strategy: o.Spec.UpdateStrategy.strategy(st.MatchedPods), Status: st}, nil
 }
 
 // Manager flags and defaults (kruise-manager's main.go and Helm chart).
