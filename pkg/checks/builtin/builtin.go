@@ -6,6 +6,7 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/kruiselifecycle"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/resizepolicy"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/rollout"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/terminating"
 )
 
@@ -16,5 +17,6 @@ func Checks() *checks.Registry {
 		kruiselifecycle.ExpectationsUnsatisfied(),
 		terminating.New(),
 		resizepolicy.New(),
+		rollout.New(),
 	)
 }

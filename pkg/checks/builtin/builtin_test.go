@@ -44,6 +44,9 @@ func TestContractRootCauses(t *testing.T) {
 			"kwok-stage-not-run", "node-missing", "node-not-ready", "kubelet-kill-failing", "owner-paused",
 			"finalizer-readd-race", "namespace-content-remaining", "namespace-discovery-failed"},
 		"resize-policy-drift": {"kruise-drops-resize-policy", "resize-policy-immutable", "sidecar-resize-policy-drift", "benign-defaulting"},
+		"rollout-stalled": {"inplace-update-hook-pending", "pods-unschedulable", "image-pull-failing", "inplace-resize-pending",
+			"inplace-daemon-missing", "inplace-update-incomplete", "crash-looping", "blocked-by-stuck-pod", "pods-not-ready",
+			"progress-deadline-exceeded", "sidecarset-update-in-flight", "sidecarset-update-stalled"},
 	}
 	reg := builtin.Checks()
 	for id, causes := range contract {

@@ -28,6 +28,8 @@ type Env struct {
 	// Logs are the leader's parsed expectation lines; LogsRead is false when no log was read.
 	Logs     []kruise.ExpectationLog
 	LogsRead bool
+	// logText is the kept text of the leader's log.
+	logText string
 	// LogsUnread says why no log was read.
 	LogsUnread string
 }
@@ -66,7 +68,7 @@ func New(s *snapshot.Snapshot) *Env {
 	default:
 		key := e.Manager.Deployment.Namespace + "/" + e.holderPod
 		if text, ok := s.Logs[key]; ok {
-			e.LogsRead = true
+			e.LogsRead, e.logText = true, text
 			e.Logs = kruise.ParseExpectationLogs(text, s.Now)
 		} else if err, ok := s.Unread[snapshot.InputControllerLogs]; ok {
 			e.LogsUnread = err.Error()
@@ -76,6 +78,9 @@ func New(s *snapshot.Snapshot) *Env {
 	}
 	return e
 }
+
+// LogText is the kept text of the leader's log ("" when none was read).
+func (e *Env) LogText() string { return e.logText }
 
 // ManagerName renders the manager Deployment for evidence.
 func (e *Env) ManagerName() string {

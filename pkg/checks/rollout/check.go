@@ -1,0 +1,177 @@
+package rollout
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/internal/kruiseenv"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
+)
+
+// check is the rollout-stalled check.
+type check struct{ checks.Documented }
+
+// New returns the rollout-stalled check.
+func New() checks.Check {
+	return check{checks.Describe(checks.Info{
+		ID:         ID,
+		Threshold:  10 * time.Minute,
+		RootCauses: rootCauses(),
+		Needs: []checks.Need{
+			{Input: snapshot.InputPods, PodAnnotations: []string{kruise.AnnotationLifecycleTime, kruise.AnnotationSidecarHash, kruise.AnnotationSidecarInjects}},
+			{Input: snapshot.InputKruiseWorkloads},
+			{Input: snapshot.InputSidecarSets, Optional: true},
+			{Input: snapshot.InputControllers, Optional: true},
+			{Input: snapshot.InputControllerLogs, Optional: true},
+		},
+	}, documentation)}
+}
+
+// PodCandidates returns, for each workload whose status says its rollout is not done, the few
+// pods it most recently created or moved on the update revision (or PreparingUpdate): the
+// pods a stalled rollout waits on. Workloads whose counts are complete cost no read.
+func (check) PodCandidates(s *snapshot.Snapshot) []types.UID {
+	var out []types.UID
+	for _, w := range s.Workloads {
+		r, ok := stalledRollout(s, w)
+		if !ok || !s.Scope.PodsComplete(w) {
+			continue
+		}
+		for i, p := range r.pods {
+			if i == maxCandidates {
+				break
+			}
+			out = append(out, p.UID)
+		}
+	}
+	return out
+}
+
+// Run reports the rollouts that have not progressed for their threshold, and the SidecarSets
+// whose update stopped.
+func (c check) Run(s *snapshot.Snapshot, threshold time.Duration) []report.Finding {
+	info := c.Info()
+	env := kruiseenv.New(s)
+	pe := newPodEnv(s, env)
+	var out []report.Finding
+	for _, w := range s.Workloads {
+		r, ok := stalledRollout(s, w)
+		if !ok || !s.Scope.PodsComplete(w) || s.Now.Sub(r.since) < r.threshold(s, threshold) {
+			continue
+		}
+		if d, ok := workloadDraft(s, r, pe); ok {
+			f := checks.NewFinding(info, d.Draft)
+			f.BlockedBy = d.blocks
+			out = append(out, f)
+		}
+	}
+	for _, ss := range s.SidecarSets {
+		if d, ok := sidecarSetDraft(s, env, ss, threshold); ok {
+			out = append(out, checks.NewFinding(info, d))
+		}
+	}
+	return out
+}
+
+// podEnv is what judging pods needs besides the pod.
+type podEnv struct {
+	now time.Time
+	// daemonLine says what the scan knows of kruise-daemon.
+	daemonLine string
+}
+
+func newPodEnv(s *snapshot.Snapshot, env *kruiseenv.Env) *podEnv {
+	pe := &podEnv{now: s.Now, daemonLine: "DaemonSet kruise-daemon was not found"}
+	ns := s.Settings.KruiseNamespace
+	if env.Manager != nil {
+		ns = env.Manager.Deployment.Namespace
+	}
+	for _, d := range s.DaemonSets {
+		if d.Namespace == ns && d.Name == kruiseDaemon {
+			pe.daemonLine = fmt.Sprintf("DaemonSet %s/%s: %d of %d pods available", ns, d.Name, d.Status.NumberAvailable, d.Status.DesiredNumberScheduled)
+		}
+	}
+	return pe
+}
+
+type workloadFinding struct {
+	checks.Draft
+	blocks []report.BlockRef
+}
+
+// workloadDraft names why a stalled rollout waits: the first cause (by rank) any of its pods
+// read in full shows, else the deadline the controller reported. A rollout whose pods show no
+// cause and whose controller set no deadline is not reported: it may be progressing slowly.
+func workloadDraft(s *snapshot.Snapshot, r *rollout, pe *podEnv) (workloadFinding, bool) {
+	w := r.w
+	var vs []*verdict
+	for _, meta := range r.pods {
+		p, full := s.FullPod(meta.UID)
+		if !full {
+			continue
+		}
+		if v := judgePod(w, p, pe); v != nil {
+			vs = append(vs, v)
+		}
+	}
+	sort.SliceStable(vs, func(i, j int) bool { return rank(vs[i].cause) < rank(vs[j].cause) })
+	if len(vs) == 0 && r.deadline == nil {
+		return workloadFinding{}, false
+	}
+	d := checks.Draft{Object: kruiseenv.WorkloadRef(w), Since: r.since, Evidence: []string{r.countsLine()}}
+	if r.deadline != nil {
+		d.Evidence = append(d.Evidence, checks.Evidencef("condition Progressing=False reason %s since %s ago: %s",
+			r.deadline.Reason, checks.Age(s.Now, r.deadline.LastTransitionTime.Time), checks.Truncate(r.deadline.Message, 200)))
+	}
+	var blocks []report.BlockRef
+	for i, v := range vs {
+		if i < maxNamed {
+			d.Evidence = append(d.Evidence, v.line)
+		}
+		if v.block != nil {
+			blocks = append(blocks, *v.block)
+		}
+	}
+	if len(vs) > maxNamed {
+		d.Evidence = append(d.Evidence, fmt.Sprintf("%d more pods hold the rollout", len(vs)-maxNamed))
+	}
+	cause := RootCauseProgressDeadline
+	if len(vs) > 0 {
+		cause = vs[0].cause
+	}
+	d.RootCause = cause
+	d.Summary, d.Message = words(w, cause, checks.Age(s.Now, r.since))
+	return workloadFinding{Draft: d, blocks: blocks}, true
+}
+
+// words are the summary and the message of a workload finding: what stopped and what a person
+// must do about it.
+func words(w *kruise.Workload, cause, age string) (string, string) {
+	what := fmt.Sprintf("%s %s rollout has made no progress for %s", w.Kind, w.Name, age)
+	msg := map[string]string{
+		RootCauseInPlaceHookPending: "pods wait in PreparingUpdate for the inPlaceUpdate hook's finalizers or labels to be removed; " +
+			"whoever owns the hook must release them (or remove them yourself once the pods may be updated)",
+		RootCausePodsUnschedulable: "new-revision pods cannot be scheduled; the scheduler's reason is quoted: add capacity or nodes that match, " +
+			"or change the template",
+		RootCauseImagePullFailing: "new-revision pods cannot pull their image; fix the image name or tag, or the registry credentials",
+		RootCauseInPlaceResizePending: "an in-place update waits on a resize the kubelet defers or cannot make; lower the template's " +
+			"resources or move the pods to nodes with room",
+		RootCauseInPlaceDaemonMissing: "an in-place update that changes env from metadata waits for kruise-daemon to report the restarted " +
+			"containers, and the node has none doing so; run kruise-daemon there or recreate the pods",
+		RootCauseInPlaceUpdateIncomplete: "an in-place update started and never completed: containers are not on the new image; read the pod's " +
+			"events for the kubelet's reason",
+		RootCauseCrashLooping:      "new-revision pods crash on start; the new template or its configuration is broken: fix it or roll back",
+		RootCauseBlockedByStuckPod: "the rollout waits on pods another check reports as stuck (see blockedBy); fix those first",
+		RootCausePodsNotReady:      "new-revision pods run but do not become Ready (readiness probes or gates); find out why or roll back",
+		RootCauseProgressDeadline: "the controller reports ProgressDeadlineExceeded and the pods read show no single cause; read the " +
+			"new-revision pods' events",
+	}[cause]
+	return what, strings.ToUpper(msg[:1]) + msg[1:] + "."
+}

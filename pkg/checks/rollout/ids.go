@@ -1,0 +1,56 @@
+package rollout
+
+import (
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+)
+
+// ID is the check that finds rollouts making no progress.
+const ID = "rollout-stalled"
+
+// Root causes of rollout-stalled, in the order a workload's pods are judged: the first that
+// holds for one of its pods names the finding.
+const (
+	RootCauseInPlaceHookPending      = "inplace-update-hook-pending"
+	RootCausePodsUnschedulable       = "pods-unschedulable"
+	RootCauseImagePullFailing        = "image-pull-failing"
+	RootCauseInPlaceResizePending    = "inplace-resize-pending"
+	RootCauseInPlaceDaemonMissing    = "inplace-daemon-missing"
+	RootCauseInPlaceUpdateIncomplete = "inplace-update-incomplete"
+	RootCauseCrashLooping            = "crash-looping"
+	RootCauseBlockedByStuckPod       = "blocked-by-stuck-pod"
+	RootCausePodsNotReady            = "pods-not-ready"
+	RootCauseProgressDeadline        = "progress-deadline-exceeded"
+	RootCauseSidecarSetInFlight      = "sidecarset-update-in-flight"
+	RootCauseSidecarSetStalled       = "sidecarset-update-stalled"
+)
+
+// rootCauses are the root causes the check reports, with the severity of their findings and the
+// fixes they offer; rollout.md documents them. Only the SidecarSet in-flight leak has a write
+// that helps: every other cause needs a person (a node, an image, a hook owner, a template).
+func rootCauses() []checks.RootCause {
+	return []checks.RootCause{
+		{ID: RootCauseInPlaceHookPending, Severity: report.SeverityError},
+		{ID: RootCausePodsUnschedulable, Severity: report.SeverityError},
+		{ID: RootCauseImagePullFailing, Severity: report.SeverityError},
+		{ID: RootCauseInPlaceResizePending, Severity: report.SeverityError},
+		{ID: RootCauseInPlaceDaemonMissing, Severity: report.SeverityError},
+		{ID: RootCauseInPlaceUpdateIncomplete, Severity: report.SeverityError},
+		{ID: RootCauseCrashLooping, Severity: report.SeverityError},
+		{ID: RootCauseBlockedByStuckPod, Severity: report.SeverityWarning},
+		{ID: RootCausePodsNotReady, Severity: report.SeverityWarning},
+		{ID: RootCauseProgressDeadline, Severity: report.SeverityWarning},
+		{ID: RootCauseSidecarSetInFlight, Severity: report.SeverityError, Actions: []string{checks.ActionRestartControllerLeader}},
+		{ID: RootCauseSidecarSetStalled, Severity: report.SeverityWarning},
+	}
+}
+
+// rank orders pod causes: a lower rank names the finding.
+func rank(cause string) int {
+	for i, rc := range rootCauses() {
+		if rc.ID == cause {
+			return i
+		}
+	}
+	return len(rootCauses())
+}

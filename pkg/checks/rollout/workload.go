@@ -1,0 +1,139 @@
+package rollout
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/internal/kruiseenv"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
+)
+
+const (
+	revisionLabel = "controller-revision-hash"
+	// Progressing condition of a CloneSet (apps/v1alpha1 cloneset_types.go, kruise v1.9.0).
+	conditionProgressing   = "Progressing"
+	reasonDeadlineExceeded = "ProgressDeadlineExceeded"
+	// maxCandidates bounds the pods of one workload read in full: the pods a stalled rollout
+	// is waiting on are its most recently created or updated ones.
+	maxCandidates = 10
+)
+
+// rollout is a workload whose status says its update or scaling is not done.
+type rollout struct {
+	w *kruise.Workload
+	// update is the revision the pods' controller-revision-hash label carries once updated.
+	update string
+	// target is how many pods should end up updated and ready; updated and ready how many are.
+	target, updated, ready int32
+	// deadline is the CloneSet's Progressing=False/ProgressDeadlineExceeded condition, if set.
+	deadline *kruise.WorkloadCondition
+	// pods are the live pods the rollout waits on: on the update revision or PreparingUpdate,
+	// most recent activity first.
+	pods []*metav1.ObjectMeta
+	// since is when the rollout last showed progress.
+	since time.Time
+}
+
+// stalledRollout returns the workload's rollout when its status says it is not done and the
+// user does not hold it: not paused, not OnDelete (pods wait for the user's deletes), and the
+// counts cover what the partition leaves to update (CloneSetPartitionAvailable and
+// CloneSetAvailable, pkg/controller/cloneset/utils/cloneset_utils.go). A status the controller
+// has not written for the current generation is expectations-unsatisfied's to judge.
+func stalledRollout(s *snapshot.Snapshot, w *kruise.Workload) (*rollout, bool) {
+	if w.Paused || w.UpdateType == kruise.UpdateOnDelete || w.Status.ObservedGeneration < w.Generation {
+		return nil, false
+	}
+	r := &rollout{w: w, update: w.Status.UpdateRevision}
+	partition := int32(0)
+	if w.Partition != nil && *w.Partition > 0 {
+		partition = *w.Partition
+	}
+	switch w.Kind {
+	case kruise.KindDaemonSet:
+		r.update = w.Status.DaemonSetHash
+		r.target = w.Status.DesiredNumberScheduled - partition
+		r.updated, r.ready = w.Status.UpdatedNumberScheduled, w.Status.UpdatedNumberScheduled
+	default:
+		replicas := int32(1)
+		if w.Replicas != nil {
+			replicas = *w.Replicas
+		}
+		r.target = replicas - partition
+		r.updated, r.ready = w.Status.UpdatedReplicas, w.Status.UpdatedReadyReplicas
+	}
+	if c, ok := w.Condition(conditionProgressing); ok && c.Status == "False" && c.Reason == reasonDeadlineExceeded {
+		r.deadline = &c
+	}
+	if r.update == "" || (r.deadline == nil && r.updated >= r.target && r.ready >= r.target) {
+		return nil, false
+	}
+	r.pods = waitedOn(s, w, r.update)
+	r.since = r.lastProgress()
+	return r, true
+}
+
+// waitedOn are the workload's pods on the update revision, or held PreparingUpdate on the way
+// to it, most recent activity first.
+func waitedOn(s *snapshot.Snapshot, w *kruise.Workload, update string) []*metav1.ObjectMeta {
+	var out []*metav1.ObjectMeta
+	for _, p := range kruiseenv.OwnedPods(s, w) {
+		if p.Labels[revisionLabel] == update || p.Labels[kruise.LabelLifecycleState] == kruise.StatePreparingUpdate {
+			out = append(out, p)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		ti, tj := activity(out[i]), activity(out[j])
+		if !ti.Equal(tj) {
+			return ti.After(tj)
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// activity is the last change a pod's metadata shows: its creation or its lifecycle state.
+func activity(p *metav1.ObjectMeta) time.Time {
+	t := p.CreationTimestamp.Time
+	if lt, err := time.Parse(time.RFC3339, p.Annotations[kruise.AnnotationLifecycleTime]); err == nil && lt.After(t) {
+		t = lt
+	}
+	return t
+}
+
+// lastProgress is when the rollout last moved. A CloneSet past its deadline dates the stall as
+// its controller does: the condition is set progressDeadlineSeconds after the Progressing
+// condition it replaced (CloneSetDeadlineExceeded, cloneset_utils.go), and that one is not
+// refreshed while the rollout goes on (SetCloneSetCondition). Otherwise it is the newest pod
+// activity, or the workload's creation when no pod of the revision exists.
+func (r *rollout) lastProgress() time.Time {
+	if r.deadline != nil && r.w.ProgressDeadlineSeconds != nil {
+		return r.deadline.LastTransitionTime.Add(-time.Duration(*r.w.ProgressDeadlineSeconds) * time.Second)
+	}
+	if len(r.pods) > 0 {
+		return activity(r.pods[0])
+	}
+	return r.w.CreationTimestamp.Time
+}
+
+// threshold is the workload's own deadline unless --min-age was given.
+func (r *rollout) threshold(s *snapshot.Snapshot, threshold time.Duration) time.Duration {
+	if !s.Scope.MinAgeSet && r.w.ProgressDeadlineSeconds != nil {
+		return time.Duration(*r.w.ProgressDeadlineSeconds) * time.Second
+	}
+	return threshold
+}
+
+// countsLine is the workload's counts for evidence.
+func (r *rollout) countsLine() string {
+	w := r.w
+	line := fmt.Sprintf("%s %s/%s: %d of %d pods to update are on revision %s, %d of them ready", w.Kind, w.Namespace, w.Name,
+		r.updated, r.target, r.update, r.ready)
+	if w.Partition != nil && *w.Partition > 0 {
+		line += fmt.Sprintf(" (partition %d)", *w.Partition)
+	}
+	return line
+}
