@@ -104,19 +104,24 @@ func activity(p *metav1.ObjectMeta) time.Time {
 	return t
 }
 
-// lastProgress is when the rollout last moved. A CloneSet past its deadline dates the stall as
-// its controller does: the condition is set progressDeadlineSeconds after the Progressing
-// condition it replaced (CloneSetDeadlineExceeded, cloneset_utils.go), and that one is not
-// refreshed while the rollout goes on (SetCloneSetCondition). Otherwise it is the newest pod
-// activity, or the workload's creation when no pod of the revision exists.
+// lastProgress is when the rollout last moved: the newest activity of the pods it waits on, or
+// the workload's creation when none exists. A CloneSet's ProgressDeadlineExceeded does not date
+// it alone: v1.9.0 judges the deadline from the Progressing condition's lastUpdateTime, which
+// SetCloneSetCondition never refreshes while status and reason stay the same, so a CloneSet long
+// Available that starts a rollout is past its deadline at once (CloneSetDeadlineExceeded,
+// pkg/controller/cloneset/utils/cloneset_utils.go). The condition only moves the date back to
+// the deadline before it was set when the pods are older than that.
 func (r *rollout) lastProgress() time.Time {
-	if r.deadline != nil && r.w.ProgressDeadlineSeconds != nil {
-		return r.deadline.LastTransitionTime.Add(-time.Duration(*r.w.ProgressDeadlineSeconds) * time.Second)
-	}
+	t := r.w.CreationTimestamp.Time
 	if len(r.pods) > 0 {
-		return activity(r.pods[0])
+		t = activity(r.pods[0])
 	}
-	return r.w.CreationTimestamp.Time
+	if r.deadline != nil && r.w.ProgressDeadlineSeconds != nil {
+		if d := r.deadline.LastTransitionTime.Add(-time.Duration(*r.w.ProgressDeadlineSeconds) * time.Second); d.After(t) {
+			t = d
+		}
+	}
+	return t
 }
 
 // threshold is the workload's own deadline unless --min-age was given.

@@ -268,3 +268,20 @@ func TestPodCandidates(t *testing.T) {
 		t.Errorf("candidates %v: want the newest pods of web only", got)
 	}
 }
+
+// v1.9.0 sets ProgressDeadlineExceeded the moment a CloneSet Available for longer than its
+// deadline starts a rollout: CloneSetDeadlineExceeded reads the Available condition's
+// lastUpdateTime, which SetCloneSetCondition kept from when it first became Available
+// (pkg/controller/cloneset/utils/cloneset_utils.go). A rollout whose new pod was created seconds
+// ago is not stalled whatever the condition says.
+func TestDeadlineSetAtRolloutStart(t *testing.T) {
+	w := cloneSet(t, 1, 0, ct.SpecField(int64(30), "progressDeadlineSeconds"), withConditions(1, 0, deadlineExceeded(5*time.Second)))
+	starting := clonePod(w, "web-new", newRev, 5*time.Second, ct.Waiting("app", "ContainerCreating", "", 0), notReady())
+	c := ct.Cluster{Workloads: []*kruise.Workload{w}, Pods: []*corev1.Pod{starting}}
+	none(t, run(t, c, -1))
+	// Once the pod has waited the deadline the finding comes, with the kubelet's reason.
+	c.Pods[0] = clonePod(w, "web-new", newRev, 40*time.Second, ct.Waiting("app", "ErrImagePull", "not found", 0), notReady())
+	if f := only(t, run(t, c, -1)); f.RootCause.ID != RootCauseImagePullFailing {
+		t.Errorf("root cause %s", f.RootCause.ID)
+	}
+}
