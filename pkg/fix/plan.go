@@ -18,6 +18,7 @@ func Plan(cat *Catalog, findings []report.Finding, sel Selection) ([]*Step, []Re
 	for _, id := range sel.IDs {
 		named[id] = true
 	}
+	viaRoot := rootsOfChains(findings, named)
 	byID := map[string]bool{}
 	var steps []*Step
 	var refused []Result
@@ -25,7 +26,7 @@ func Plan(cat *Catalog, findings []report.Finding, sel Selection) ([]*Step, []Re
 	held := map[string]int{} // steps refused for their hazard, by key, at their index in refused
 	for _, f := range findings {
 		byID[f.ID] = true
-		if len(named) > 0 && !named[f.ID] {
+		if len(named) > 0 && !named[f.ID] || viaRoot[f.ID] {
 			continue
 		}
 		if sel.Check != "" && f.Check != sel.Check {
@@ -74,6 +75,26 @@ func Plan(cat *Catalog, findings []report.Finding, sel Selection) ([]*Step, []Re
 		}
 	}
 	return steps, refused
+}
+
+// rootsOfChains names, for each named finding that waits on a chain of stuck objects and offers
+// no fix of its own, the root of its chain instead (blockedBy's last entry), so that fixing it
+// applies the root's fix with the root's guards. It returns the findings so redirected.
+func rootsOfChains(findings []report.Finding, named map[string]bool) map[string]bool {
+	present := map[string]bool{}
+	for _, f := range findings {
+		present[f.ID] = true
+	}
+	via := map[string]bool{}
+	for _, f := range findings {
+		if !named[f.ID] || len(f.Fixes) > 0 || len(f.BlockedBy) == 0 {
+			continue
+		}
+		if root := f.BlockedBy[len(f.BlockedBy)-1].FindingID; root != "" && present[root] {
+			named[root], via[f.ID] = true, true
+		}
+	}
+	return via
 }
 
 // chooseFixes returns the finding's fixes with the selected action, or why there are none.

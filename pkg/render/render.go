@@ -173,6 +173,10 @@ func Findings(w io.Writer, r *report.Report, wide, colored bool) error {
 
 func tableRows(fs []report.Finding, r *report.Report, wide, colored bool) [][]string {
 	var rows [][]string
+	held := map[string][]string{}
+	if !wide {
+		fs, held = chains(fs)
+	}
 	for _, g := range groupByNode(fs, wide) {
 		f := g.first
 		fix := "-"
@@ -184,6 +188,14 @@ func tableRows(fs []report.Finding, r *report.Report, wide, colored bool) [][]st
 		if g.count > 1 {
 			obj = fmt.Sprintf("%d pods on node/%s", g.count, g.node)
 			summary = fmt.Sprintf("%d pods stuck on node %s (-o json lists each)", g.count, g.node)
+		}
+		var holds []string
+		for _, m := range g.members {
+			holds = append(holds, held[m]...)
+		}
+		summary += holdsNote(holds)
+		if wide {
+			summary += chainNote(f)
 		}
 		row := []string{paint(colored, f.Severity), obj, age(f, r), f.RootCause.ID, fix, summary}
 		if wide {
@@ -202,6 +214,8 @@ type nodeGroup struct {
 	first report.Finding
 	node  string
 	count int
+	// members are the IDs of the findings in the group.
+	members []string
 }
 
 // groupByNode folds pods that share a root cause and a node into one line, so a dead node with
@@ -212,16 +226,17 @@ func groupByNode(fs []report.Finding, wide bool) []nodeGroup {
 	for _, f := range fs {
 		node := f.Node
 		if wide || node == "" || f.Object.Kind != "Pod" || !nodeRootCauses[f.RootCause.ID] {
-			out = append(out, nodeGroup{first: f, count: 1})
+			out = append(out, nodeGroup{first: f, count: 1, members: []string{f.ID}})
 			continue
 		}
 		key := f.RootCause.ID + "\x00" + node
 		if i, ok := index[key]; ok {
 			out[i].count++
+			out[i].members = append(out[i].members, f.ID)
 			continue
 		}
 		index[key] = len(out)
-		out = append(out, nodeGroup{first: f, node: node, count: 1})
+		out = append(out, nodeGroup{first: f, node: node, count: 1, members: []string{f.ID}})
 	}
 	return out
 }

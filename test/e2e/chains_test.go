@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -167,6 +168,19 @@ func (e *teEnv) foregroundOnDeadNode(t *testing.T) {
 		t.Errorf("deployment summary %q does not name the root pod on %s", dep.Summary, chDead)
 	}
 	assertNoProtectionRemoval(t, rep)
+
+	table, stderr, code := runPlugin(t, e.c.Kubeconfig, "scan", "-n", ns, "--checks", teCheck, "--min-age", "0s")
+	if code != 2 || strings.Count(table, "dependents-remaining") != 0 || !strings.Contains(table, "also holds ch-fg/deployment/web") {
+		t.Errorf("table: exit %d, want 2 and the chain folded under the pod's row:\n%s\n%s", code, table, stderr)
+	}
+
+	// fix on the Deployment's finding applies the root's fix: the pod is force-deleted, then the
+	// garbage collector finishes the ReplicaSet and the Deployment on its own.
+	e.fix(t, ns, dep.ID, 0, "applied")
+	eventually(t, 60*time.Second, "the deployment gone", func(ctx context.Context) (bool, error) {
+		_, err := e.cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), teIgnoreNotFound(err)
+	})
 }
 
 var chGadgets = schema.GroupVersionResource{Group: "example.org", Version: "v1", Resource: "gadgets"}

@@ -1,0 +1,37 @@
+package fix
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+)
+
+// A finding higher in a chain offers no write of its own: naming it plans its root's fix, once,
+// however many findings of the chain are named.
+func TestPlanFindingAboveARootAppliesTheRootsFix(t *testing.T) {
+	root := finding("wd-pod", "stuck-terminating", "node-not-ready", pod("shop", "web-0", "up", "10"), forceFix)
+	rs := finding("wd-rs", "stuck-terminating", "dependents-remaining",
+		report.ObjectRef{APIVersion: "apps/v1", Kind: "ReplicaSet", Namespace: "shop", Name: "web-1", UID: "urs"})
+	rs.BlockedBy = []report.BlockRef{{APIVersion: "v1", Kind: "Pod", Namespace: "shop", Name: "web-0", FindingID: "wd-pod"}}
+	dep := finding("wd-dep", "stuck-terminating", "dependents-remaining",
+		report.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web", UID: "ud"})
+	dep.BlockedBy = append([]report.BlockRef{{APIVersion: "apps/v1", Kind: "ReplicaSet", Namespace: "shop", Name: "web-1", FindingID: "wd-rs"}}, rs.BlockedBy...)
+	gone := finding("wd-gone", "stuck-terminating", "dependents-remaining", pod("shop", "x", "ux", "1"))
+	gone.BlockedBy = []report.BlockRef{{Kind: "Pod", Name: "y", FindingID: "wd-resolved"}}
+	all := []report.Finding{dep, rs, root, gone}
+
+	for _, ids := range [][]string{{"wd-dep"}, {"wd-dep", "wd-rs"}} {
+		steps, refused := Plan(NewCatalog(), all, Selection{IDs: ids})
+		if got, want := stepSummary(steps), []string{"force-delete shop/pod/web-0  wd-pod"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("%v: steps %v, want %v", ids, got, want)
+		}
+		if len(refused) != 0 {
+			t.Errorf("%v: refused %v", ids, refused)
+		}
+	}
+	// A root no longer among the findings: the finding is refused as offering no fix.
+	if steps, refused := Plan(NewCatalog(), all, Selection{IDs: []string{"wd-gone"}}); len(steps) != 0 || len(refused) != 1 {
+		t.Errorf("chain whose root is gone: steps %v refused %v", stepSummary(steps), refused)
+	}
+}
