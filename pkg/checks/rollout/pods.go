@@ -52,7 +52,11 @@ type verdict struct {
 func judgePod(w *kruise.Workload, p *corev1.Pod, env *podEnv) *verdict {
 	name := "pod " + p.Name
 	state := p.Labels[kruise.LabelLifecycleState]
+	_, specified := p.Labels[kruise.LabelSpecifiedDelete]
 	switch {
+	case state == kruise.StatePreparingDelete || specified:
+		// On its way out by the user's or the scale-in's choice, held by a preDelete hook by design.
+		return nil
 	case p.DeletionTimestamp != nil:
 		return &verdict{cause: RootCauseBlockedByStuckPod, block: podBlock(p),
 			line: checks.Evidencef("%s is Terminating (deleted %s ago); stuck-terminating judges it", name, checks.Age(env.now, p.DeletionTimestamp.Time))}
@@ -64,8 +68,10 @@ func judgePod(w *kruise.Workload, p *corev1.Pod, env *podEnv) *verdict {
 	}
 	v := kubeletVerdict(p, env)
 	if state == kruise.StatePreparingNormal {
-		// stuck-preparing-normal owns the pod; the rollout still says what the pod lacks.
-		if v == nil {
+		// stuck-preparing-normal owns the pod; the rollout still names what the kubelet or the
+		// scheduler reports, but a pod merely not Ready (KruisePodReady follows the lifecycle
+		// state) is that check's story alone.
+		if v == nil || v.cause == RootCausePodsNotReady {
 			v = &verdict{cause: RootCauseBlockedByStuckPod,
 				line: checks.Evidencef("%s is PreparingNormal since %s ago; stuck-preparing-normal judges it", name, stateAge(env.now, p))}
 		}

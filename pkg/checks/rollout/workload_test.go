@@ -285,3 +285,25 @@ func TestDeadlineSetAtRolloutStart(t *testing.T) {
 		t.Errorf("root cause %s", f.RootCause.ID)
 	}
 }
+
+// A scale-up whose new pod waits PreparingNormal on its preNormal hook: stuck-preparing-normal
+// reports the pod; the CloneSet's finding points at it, and does not call it merely not Ready
+// (KruisePodReady is False while the pod is PreparingNormal). A pod retiring in PreparingDelete
+// by design holds nothing.
+func TestPreparingNormalAndPreparingDelete(t *testing.T) {
+	w := cloneSet(t, 3, 2)
+	waiting := clonePod(w, "web-new", newRev, 30*time.Minute, ct.Lifecycle(kruise.StatePreparingNormal, 30*time.Minute),
+		setCondition("KruisePodReady", corev1.ConditionFalse, "", ""), notReady())
+	c := ct.Cluster{Workloads: []*kruise.Workload{w}, Pods: []*corev1.Pod{waiting, clonePod(w, "web-a", newRev, time.Hour), clonePod(w, "web-b", newRev, time.Hour)}}
+	f := only(t, run(t, c, -1))
+	if f.RootCause.ID != RootCauseBlockedByStuckPod || len(f.BlockedBy) != 1 || f.BlockedBy[0].Name != "web-new" {
+		t.Fatalf("got %s blockedBy %+v", f.RootCause.ID, f.BlockedBy)
+	}
+	retiring := clonePod(w, "web-new", newRev, 30*time.Minute, ct.Lifecycle(kruise.StatePreparingDelete, 30*time.Minute),
+		setCondition("KruisePodReady", corev1.ConditionFalse, "", ""), notReady())
+	c.Pods[0] = retiring
+	none(t, run(t, c, 0))
+	specified := clonePod(w, "web-new", newRev, 30*time.Minute, ct.Labels(map[string]string{kruise.LabelSpecifiedDelete: ""}), notReady())
+	c.Pods[0] = specified
+	none(t, run(t, c, 0))
+}
