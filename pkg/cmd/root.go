@@ -1,4 +1,4 @@
-// Package cmd is the plugin's command tree: scan, fix, checks, explain and version.
+// Package cmd is the plugin's command tree: scan, fix, audit, checks, explain and version.
 package cmd
 
 import (
@@ -103,6 +103,7 @@ in-place updates.`,
 	root.AddCommand(
 		newScanCommand(flags, streams, reg),
 		newFixCommand(flags, streams, reg, cat),
+		newAuditCommand(flags, streams, reg),
 		newChecksCommand(streams, reg, cat),
 		newExplainCommand(streams, reg, cat),
 		newVersionCommand(flags, streams),

@@ -174,12 +174,19 @@ func (o *ScanOptions) Run(ctx context.Context) error {
 	if err := render.Report(o.Out, r, o.Output, colorEnabled(o.Out, o.NoColor)); err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
+	sev, _ := failOnSeverity(o.FailOn)
+	return scanExit(r, sev, "the report above")
+}
+
+// scanExit is the exit of a scan that produced r (`scan`, `audit --once`): 1 when it could not
+// look, 2 with findings at or above failOn (empty: never), else 0.
+// where names the output that details the coverage.
+func scanExit(r *report.Report, failOn report.Severity, where string) error {
 	// A scan that did not look cannot say "healthy", whatever it found.
 	if blind := r.Coverage.Blind(); blind != "" {
-		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("incomplete scan: %s; the report above says what was not checked", blind)}
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("incomplete scan: %s; %s says what was not checked", blind, where)}
 	}
-	sev, _ := failOnSeverity(o.FailOn)
-	if sev != "" && r.AtOrAbove(sev) > 0 {
+	if failOn != "" && r.AtOrAbove(failOn) > 0 {
 		return &ExitError{Code: ExitFindings}
 	}
 	return nil

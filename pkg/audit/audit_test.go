@@ -1,0 +1,232 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+)
+
+var t0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+
+func finding(ns, kind, name, check, cause string, sev report.Severity, stuck time.Duration, owner *report.ObjectRef) report.Finding {
+	return report.Finding{
+		Check: check, Severity: sev, Since: t0.Add(-stuck), Owner: owner,
+		Object:    report.ObjectRef{APIVersion: "v1", Kind: kind, Namespace: ns, Name: name, UID: ns + "/" + name},
+		RootCause: report.RootCause{ID: cause},
+	}
+}
+
+func newReport(cov report.Coverage, fs ...report.Finding) *report.Report {
+	r := &report.Report{Metadata: report.Metadata{GeneratedAt: t0}, Coverage: cov, Findings: fs}
+	r.Normalize()
+	return r
+}
+
+var looked = report.Coverage{Checks: []string{"stuck-terminating"}}
+
+// scripted plays a sequence of scan outcomes, one per cycle.
+type scripted struct {
+	reports []*report.Report
+	errs    []error
+	n       int
+}
+
+func (s *scripted) scan(context.Context) (*report.Report, error) {
+	i := s.n
+	s.n++
+	return s.reports[i], s.errs[i]
+}
+
+func newAuditor(t *testing.T, s *scripted, logs io.Writer) *Auditor {
+	t.Helper()
+	a, err := New(Options{Scan: s.scan, Interval: time.Minute, Metrics: NewMetrics(), Log: slog.New(slog.NewJSONHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// metricsText scrapes /metrics and keeps the workloaddoctor_ lines.
+func metricsText(t *testing.T, a *Auditor) string {
+	t.Helper()
+	h, _ := a.Handlers()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	var keep []string
+	for _, l := range strings.Split(rec.Body.String(), "\n") {
+		if strings.HasPrefix(l, "workloaddoctor_") && !strings.HasPrefix(l, "workloaddoctor_scan_duration_seconds_bucket") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
+func probe(a *Auditor, path string) int {
+	_, h := a.Handlers()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+	return rec.Code
+}
+
+func TestFindingsMetricsFromAReport(t *testing.T) {
+	owner := &report.ObjectRef{APIVersion: "apps/v1", Kind: "ReplicaSet", Namespace: "shop", Name: "web-5d8"}
+	r := newReport(looked,
+		finding("shop", "Pod", "web-1", "stuck-terminating", "finalizer-owner-missing", report.SeverityError, 90*time.Second, owner),
+		finding("shop", "Pod", "web-2", "stuck-terminating", "finalizer-owner-missing", report.SeverityError, 30*time.Second, owner),
+		finding("", "Namespace", "old", "stuck-terminating", "namespace-discovery-failed", report.SeverityWarning, time.Hour, nil),
+	)
+	a := newAuditor(t, &scripted{reports: []*report.Report{r}, errs: []error{nil}}, io.Discard)
+	a.RunCycle(t.Context())
+	got := metricsText(t, a)
+	for _, want := range []string{
+		`workloaddoctor_findings{check="stuck-terminating",kind="Pod",namespace="shop",root_cause="finalizer-owner-missing",severity="error"} 2`,
+		`workloaddoctor_findings{check="stuck-terminating",kind="Namespace",namespace="",root_cause="namespace-discovery-failed",severity="warning"} 1`,
+		`workloaddoctor_finding_age_seconds{check="stuck-terminating",kind="Pod",name="web-1",namespace="shop",owner_kind="ReplicaSet",owner_name="web-5d8",pod="web-1",root_cause="finalizer-owner-missing",severity="error"} 90`,
+		`workloaddoctor_finding_age_seconds{check="stuck-terminating",kind="Namespace",name="old",namespace="",owner_kind="",owner_name="",pod="",root_cause="namespace-discovery-failed",severity="warning"} 3600`,
+		`workloaddoctor_scans_total{result="success"} 1`,
+		`workloaddoctor_scans_total{result="error"} 0`,
+		`workloaddoctor_coverage_complete 1`,
+		`workloaddoctor_leader 0`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("metrics lack\n  %s\ngot:\n%s", want, got)
+		}
+	}
+	if n := strings.Count(got, "workloaddoctor_finding_age_seconds{"); n != 3 {
+		t.Errorf("%d finding age series, want 3:\n%s", n, got)
+	}
+}
+
+// A cycle that failed or could not look keeps the last good findings; the next good one replaces them.
+func TestFailedCycleKeepsLastGoodOutputs(t *testing.T) {
+	stuck := finding("shop", "Pod", "web-1", "stuck-terminating", "finalizer-owner-missing", report.SeverityError, time.Minute, nil)
+	blind := looked
+	blind.Unread = []report.InputNote{{Input: "pods", Reason: "the server is currently unable to handle the request"}}
+	s := &scripted{
+		reports: []*report.Report{nil, newReport(looked, stuck), nil, newReport(blind), newReport(looked)},
+		errs:    []error{errors.New("connection refused"), nil, errors.New("connection refused"), nil, nil},
+	}
+	var logs bytes.Buffer
+	a := newAuditor(t, s, &logs)
+	const series = `workloaddoctor_findings{check="stuck-terminating",kind="Pod",namespace="shop",root_cause="finalizer-owner-missing",severity="error"} 1`
+
+	if c := a.RunCycle(t.Context()); !c.Failed() || a.Ready() || probe(a, "/readyz") != 503 || probe(a, "/healthz") != 200 {
+		t.Fatalf("after a failed first cycle: failed=%v ready=%v readyz=%d", c.Failed(), a.Ready(), probe(a, "/readyz"))
+	}
+	a.RunCycle(t.Context())
+	if !a.Ready() || probe(a, "/readyz") != 200 || !strings.Contains(metricsText(t, a), series) {
+		t.Fatalf("after a good cycle: ready=%v metrics:\n%s", a.Ready(), metricsText(t, a))
+	}
+	for i, why := range []string{"unreachable", "blind"} {
+		c := a.RunCycle(t.Context())
+		got := metricsText(t, a)
+		if !c.Failed() || !strings.Contains(got, series) || !strings.Contains(got, "workloaddoctor_coverage_complete 0") {
+			t.Errorf("%s cycle: failed=%v, metrics:\n%s", why, c.Failed(), got)
+		}
+		if want := `workloaddoctor_scans_total{result="error"} ` + string(rune('2'+i)); !strings.Contains(got, want) {
+			t.Errorf("%s cycle: want %s in\n%s", why, want, got)
+		}
+	}
+	a.RunCycle(t.Context())
+	got := metricsText(t, a)
+	if strings.Contains(got, "workloaddoctor_findings{") || strings.Contains(got, "workloaddoctor_finding_age_seconds{") {
+		t.Errorf("resolved finding still published:\n%s", got)
+	}
+	if !strings.Contains(got, `workloaddoctor_scans_total{result="success"} 2`) || !strings.Contains(got, "workloaddoctor_coverage_complete 1") {
+		t.Errorf("after the last good cycle:\n%s", got)
+	}
+
+	// One JSON line per cycle; failed ones say why and that the last outputs were kept.
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 5 {
+		t.Fatalf("%d log lines, want 5:\n%s", len(lines), logs.String())
+	}
+	var blindLine map[string]any
+	if err := json.Unmarshal([]byte(lines[3]), &blindLine); err != nil {
+		t.Fatal(err)
+	}
+	if blindLine["level"] != "ERROR" || !strings.Contains(blindLine["coverage"].(string), "could not read pods") || blindLine["failedCycles"] != float64(3) {
+		t.Errorf("blind cycle's log line = %s", lines[3])
+	}
+	if !strings.Contains(lines[1], `"findings":1`) || !strings.Contains(lines[1], `"coverage":"complete"`) {
+		t.Errorf("good cycle's log line = %s", lines[1])
+	}
+}
+
+// A degraded scan still looked: its findings are published, with coverage 0.
+func TestDegradedScanPublishesWithIncompleteCoverage(t *testing.T) {
+	cov := looked
+	cov.Degraded = []report.Note{{Check: "stuck-terminating", Reason: "events unreadable"}}
+	stuck := finding("shop", "Pod", "web-1", "stuck-terminating", "finalizer-owner-missing", report.SeverityError, time.Minute, nil)
+	var logs bytes.Buffer
+	a := newAuditor(t, &scripted{reports: []*report.Report{newReport(cov, stuck)}, errs: []error{nil}}, &logs)
+	if c := a.RunCycle(t.Context()); c.Failed() {
+		t.Fatal("a degraded scan counted as failed")
+	}
+	got := metricsText(t, a)
+	if !strings.Contains(got, "workloaddoctor_coverage_complete 0") || !strings.Contains(got, `workloaddoctor_scans_total{result="success"} 1`) ||
+		!strings.Contains(got, "workloaddoctor_findings{") {
+		t.Errorf("metrics:\n%s", got)
+	}
+	if !strings.Contains(logs.String(), "stuck-terminating degraded: events unreadable") {
+		t.Errorf("log: %s", logs.String())
+	}
+}
+
+// Same-named kinds of two groups must not make the scrape fail on a duplicate series.
+func TestDuplicateAgeSeriesDoNotBreakTheScrape(t *testing.T) {
+	a1 := finding("shop", "Widget", "w", "stuck-terminating", "finalizer-owner-not-acting", report.SeverityWarning, time.Minute, nil)
+	a2 := a1
+	a2.Object.APIVersion, a2.Object.UID = "other.example.com/v1", "other"
+	m := NewMetrics()
+	m.findings.set(newReport(looked, a1, a2))
+	mfs, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	got := map[string]int{}
+	for _, mf := range mfs {
+		got[mf.GetName()] = len(mf.GetMetric())
+	}
+	if got[metricFindings] != 1 || got[metricFindingAge] != 1 || mfs == nil {
+		t.Errorf("series per metric = %v, want one count (of 2) and one age", got)
+	}
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	if _, err := New(Options{Interval: time.Minute, Metrics: NewMetrics()}); err == nil {
+		t.Error("no scanner accepted")
+	}
+	s := &scripted{}
+	if _, err := New(Options{Scan: s.scan, Metrics: NewMetrics()}); err == nil {
+		t.Error("zero interval accepted")
+	}
+}
+
+// Run cycles until its context ends and then returns.
+func TestRunStopsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	calls := 0
+	a, err := New(Options{Interval: time.Millisecond, Metrics: NewMetrics(), Scan: func(context.Context) (*report.Report, error) {
+		calls++
+		if calls == 3 {
+			cancel()
+		}
+		return newReport(looked), nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Run(ctx); err != nil || calls != 3 {
+		t.Errorf("Run = %v after %d cycles, want nil after 3", err, calls)
+	}
+}

@@ -1,0 +1,152 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/audit"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/scan"
+)
+
+// AuditOptions holds `audit`'s flags and streams.
+type AuditOptions struct {
+	config *genericclioptions.ConfigFlags
+	reg    *checks.Registry
+	genericiooptions.IOStreams
+	scanFlags
+	Interval           time.Duration
+	Once               bool
+	FailOn             string
+	MetricsBindAddress string
+	HealthBindAddress  string
+
+	opts scan.Options
+}
+
+func newAuditCommand(config *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, reg *checks.Registry) *cobra.Command {
+	o := &AuditOptions{config: config, reg: reg, IOStreams: streams}
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "Scan in a loop and publish the findings as Prometheus metrics",
+		Long: `Runs the same scan as scan (same flags, collector and checks) every --interval, in the cluster
+or anywhere with a kubeconfig, and publishes what the last good scan found as Prometheus metrics
+on --metrics-bind-address at /metrics: workloaddoctor_findings and
+workloaddoctor_finding_age_seconds per finding, scan duration, scans by result, the time of the
+last success and whether coverage was complete. /healthz and /readyz are served on
+--health-probe-bind-address; /readyz answers 200 once a scan completed.
+
+A cycle that fails (the apiserver unreachable, an input checks detect from unreadable after the
+retries, no check able to run) keeps the findings of the last good cycle, counts
+workloaddoctor_scans_total{result="error"}, sets workloaddoctor_coverage_complete to 0 and is
+retried next interval: a scan that did not look never makes findings disappear. Each cycle writes
+one JSON log line on stderr (findings, duration, requests sent, coverage).
+
+--once runs one cycle and exits with scan's exit codes: 0 nothing at or above --fail-on, 1 the
+scan could not run or could not look, 2 findings at or above --fail-on.`,
+		Example: `  # Every namespace, every 5 minutes, metrics on :8080 and probes on :8081
+  kubectl workloaddoctor audit -A
+
+  # One cycle, as a CronJob or a CI step would run it
+  kubectl workloaddoctor audit -A --once --fail-on warning`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(); err != nil {
+				return &ExitError{Code: ExitFailure, Err: err}
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.scanFlags.addFlags(cmd.Flags())
+	cmd.Flags().DurationVar(&o.Interval, "interval", 5*time.Minute, "Time between the starts of two scans.")
+	cmd.Flags().BoolVar(&o.Once, "once", false, "Run one cycle and exit with scan's exit codes; serves nothing.")
+	cmd.Flags().StringVar(&o.FailOn, "fail-on", "error", "With --once: exit 2 when a finding is at or above this severity: error|warning|info|never.")
+	cmd.Flags().StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "Address /metrics is served on (port 0 picks a free one; the log says which).")
+	cmd.Flags().StringVar(&o.HealthBindAddress, "health-probe-bind-address", ":8081", "Address /healthz and /readyz are served on.")
+	registerCompletions(cmd, reg)
+	return cmd
+}
+
+// Complete resolves and validates the flags.
+func (o *AuditOptions) Complete() error {
+	if o.Interval <= 0 {
+		return fmt.Errorf("invalid --interval %s: want a positive duration such as 30s or 5m", o.Interval)
+	}
+	if _, err := failOnSeverity(o.FailOn); err != nil {
+		return err
+	}
+	opts, err := o.scanFlags.options(o.config, o.reg)
+	if err != nil {
+		return err
+	}
+	o.opts = opts
+	return nil
+}
+
+// Run audits until SIGINT or SIGTERM, or runs one cycle with --once.
+func (o *AuditOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg, err := o.config.ToRESTConfig()
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("read kubeconfig: %w", err)}
+	}
+	scanner, requests, err := audit.ScanWith(cfg, o.opts)
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	log := slog.New(slog.NewJSONHandler(o.ErrOut, nil))
+	a, err := audit.New(audit.Options{Scan: scanner, Interval: o.Interval, Requests: requests,
+		Metrics: audit.NewMetrics(), Log: log, Clock: o.opts.Clock})
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	if o.Once {
+		c := a.RunCycle(ctx)
+		if c.Err != nil {
+			return &ExitError{Code: ExitFailure, Err: c.Err}
+		}
+		sev, _ := failOnSeverity(o.FailOn)
+		return scanExit(c.Report, sev, "the log line above")
+	}
+	return o.serve(ctx, a, log)
+}
+
+// serve starts the metrics and probe servers and runs the loop until ctx ends.
+func (o *AuditOptions) serve(ctx context.Context, a *audit.Auditor, log *slog.Logger) error {
+	metricsH, probesH := a.Handlers()
+	ms, err := audit.Serve(o.MetricsBindAddress, metricsH)
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("--metrics-bind-address: %w", err)}
+	}
+	ps, err := audit.Serve(o.HealthBindAddress, probesH)
+	if err != nil {
+		_ = ms.Shutdown(ctx)
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("--health-probe-bind-address: %w", err)}
+	}
+	log.Info("serving", slog.String("metrics", ms.Addr()), slog.String("probes", ps.Addr()),
+		slog.Duration("interval", o.Interval))
+	runErr := a.Run(ctx)
+	// ctx is done: give scrapes in flight a moment, on a context of their own.
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err = errors.Join(runErr, ms.Shutdown(sctx), ps.Shutdown(sctx))
+	log.Info("stopped")
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
+)
+
+// TestAuditMetrics runs `audit` as a process against the real apiserver, behind the fault proxy so
+// that an outage can be played: a stuck object shows in the metrics within one cycle, survives
+// cycles that cannot reach the apiserver, and goes away in the cycle after it was resolved.
+func TestAuditMetrics(t *testing.T) {
+	t.Parallel()
+	const ns = "au"
+	c := testcluster.Start(t, testcluster.Options{})
+	createNamespace(t, c, ns)
+	createNamespace(t, c, "au-healthy")
+	proxy := c.StartFaultProxy(t, ns)
+	cs := c.Clientset()
+	ctx := t.Context()
+
+	p := startAudit(t, proxy.Kubeconfig, "-A", "--checks", teCheck, "--min-age", "0s", "--interval", "2s")
+	eventually(t, commandTimeout, "/readyz", func(ctx context.Context) (bool, error) {
+		code, _, err := httpGet(ctx, p.probes+"/readyz")
+		return err == nil && code == http.StatusOK, nil
+	})
+	if code, _, err := httpGet(ctx, p.probes+"/healthz"); err != nil || code != http.StatusOK {
+		t.Fatalf("/healthz: %d %v", code, err)
+	}
+	s := p.scrape(t)
+	if got := s.series("workloaddoctor_findings"); len(got) != 0 || !strings.Contains(string(s), "workloaddoctor_coverage_complete 1") {
+		t.Fatalf("healthy cluster: findings %v, metrics:\n%s", got, s)
+	}
+
+	// An object held by a finalizer whose owner never acts, the way an operator that is gone leaves it.
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns, Finalizers: []string{"example.com/protect"}}}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{FieldManager: "widget-operator"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().ConfigMaps(ns).Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	labels := []string{`check="stuck-terminating"`, `namespace="au"`, `kind="ConfigMap"`}
+	s = p.withinCycles(t, 2, "success", "the stuck ConfigMap in the metrics", func(s scrape) bool {
+		return len(s.series("workloaddoctor_findings", labels...)) == 1
+	})
+	age := s.series("workloaddoctor_finding_age_seconds", append(labels, `name="held"`, `pod=""`)...)
+	if len(age) != 1 || len(s.series("workloaddoctor_findings", `namespace="au-healthy"`)) != 0 {
+		t.Fatalf("finding series: %v\n%s", age, s)
+	}
+	if !regexp.MustCompile(`(?m)^workloaddoctor_last_success_timestamp_seconds \d\.\d+e\+09$`).MatchString(string(s)) {
+		t.Errorf("last success timestamp missing:\n%s", s)
+	}
+
+	// The apiserver unreachable: cycles fail, are counted, and the finding stays published.
+	proxy.Set(&testcluster.FaultRule{Path: regexp.MustCompile(`.`), Fault: testcluster.Reset})
+	errorsBefore := s.scans("error")
+	s = p.withinCycles(t, 1000, "error", "two failed cycles", func(s scrape) bool { return s.scans("error") >= errorsBefore+2 })
+	if len(s.series("workloaddoctor_findings", labels...)) != 1 || !strings.Contains(string(s), "workloaddoctor_coverage_complete 0") {
+		t.Errorf("after failed cycles the finding must stay and coverage be 0:\n%s", s)
+	}
+	code, _, err := httpGet(ctx, p.probes+"/readyz")
+	if err != nil || code != http.StatusOK {
+		t.Errorf("/readyz during the outage: %d %v (the last good metrics are still served)", code, err)
+	}
+	proxy.Set()
+
+	// Resolved: the owner removes its finalizer; the next cycle after that drops the series.
+	patch := []byte(`{"metadata":{"finalizers":null}}`)
+	if _, err := cs.CoreV1().ConfigMaps(ns).Patch(ctx, "held", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p.withinCycles(t, 2, "success", "the resolved finding gone from the metrics", func(s scrape) bool {
+		return len(s.series("workloaddoctor_findings")) == 0 && len(s.series("workloaddoctor_finding_age_seconds")) == 0
+	})
+
+	// One JSON line per cycle, with what it found, cost and covered; failed cycles say so.
+	var ok, failed int
+	for _, l := range p.log() {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line is not JSON: %q", l)
+		}
+		switch m["msg"] {
+		case "scan":
+			ok++
+			if m["requests"].(float64) < 1 || m["coverage"] == nil || m["findings"] == nil || m["duration"] == nil {
+				t.Errorf("cycle line lacks a field: %s", l)
+			}
+		case "scan failed; keeping the last good outputs", "scan incomplete; keeping the last good outputs":
+			failed++
+		}
+	}
+	if ok < 3 || failed < 2 {
+		t.Errorf("%d good and %d failed cycle lines, want >= 3 and >= 2", ok, failed)
+	}
+}
+
+// TestAuditOnce: one cycle with scan's exit codes.
+func TestAuditOnce(t *testing.T) {
+	t.Parallel()
+	c := testcluster.Start(t, testcluster.Options{})
+	createNamespace(t, c, "ao")
+	args := []string{"audit", "-n", "ao", "--checks", teCheck, "--min-age", "0s", "--once", "--fail-on", "warning"}
+	if _, stderr, code := runPlugin(t, c.Kubeconfig, args...); code != 0 || !strings.Contains(stderr, `"msg":"scan"`) {
+		t.Fatalf("healthy namespace: exit %d, want 0\n%s", code, stderr)
+	}
+	cs := c.Clientset()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: "ao", Finalizers: []string{"example.com/protect"}}}
+	if _, err := cs.CoreV1().ConfigMaps("ao").Create(t.Context(), cm, metav1.CreateOptions{FieldManager: "widget-operator"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().ConfigMaps("ao").Delete(t.Context(), "held", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runPlugin(t, c.Kubeconfig, args...); code != 2 || !strings.Contains(stderr, `"findings":1`) {
+		t.Fatalf("stuck ConfigMap: exit %d, want 2\n%s", code, stderr)
+	}
+	if _, stderr, code := runPlugin(t, c.Kubeconfig, append(args[:len(args)-1], "error")...); code != 0 {
+		t.Fatalf("a warning with --fail-on error: exit %d, want 0\n%s", code, stderr)
+	}
+	// The apiserver unreachable: the cycle fails, exit 1, whatever it found before.
+	proxy := c.StartFaultProxy(t, "ao")
+	proxy.Set(&testcluster.FaultRule{Path: regexp.MustCompile(`.`), Fault: testcluster.Reset})
+	if _, stderr, code := runPlugin(t, proxy.Kubeconfig, args...); code != 1 || !strings.Contains(stderr, "scan failed") {
+		t.Fatalf("apiserver unreachable: exit %d, want 1\n%s", code, stderr)
+	}
+}
