@@ -146,6 +146,7 @@ func (a *analysis) pod(p *corev1.Pod) (report.Finding, bool) {
 		func() (checks.Draft, bool) { return a.nodeNotReady(p, full) },
 		func() (checks.Draft, bool) { return a.kwokStageNotRun(p, full) },
 		func() (checks.Draft, bool) { return a.kruisePreDelete(p, since) },
+		func() (checks.Draft, bool) { return a.kruiseHookBypassed(p, owners) },
 		func() (checks.Draft, bool) { return a.ownerPaused(subj, owners) },
 		func() (checks.Draft, bool) { return a.readdRace(subj, owners) },
 		// While the grace period is above 0 the kubelet has not confirmed the containers stopped:

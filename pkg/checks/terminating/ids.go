@@ -23,6 +23,7 @@ const (
 	RootCauseNamespaceContentRemaining = "namespace-content-remaining"
 	RootCauseProtectedResourceInUse    = "protected-resource-in-use"
 	RootCauseDependentsRemaining       = "dependents-remaining"
+	RootCauseKruiseHookBypassed        = "kruise-hook-bypassed"
 )
 
 // rootCauses are the root causes the check reports, with the severity of their findings and the
@@ -33,6 +34,7 @@ func rootCauses() []checks.RootCause {
 		{ID: RootCauseNodeNotReady, Severity: report.SeverityError, Actions: []string{checks.ActionForceDelete}},
 		{ID: RootCauseKwokStageNotRun, Severity: report.SeverityError, Actions: []string{checks.ActionRemoveFinalizer}},
 		{ID: RootCauseKruisePreDeleteHook, Severity: report.SeverityWarning},
+		{ID: RootCauseKruiseHookBypassed, Severity: report.SeverityWarning, Actions: []string{checks.ActionRemoveFinalizer}},
 		{ID: RootCauseOwnerPaused, Severity: report.SeverityWarning},
 		{ID: RootCauseFinalizerReaddRace, Severity: report.SeverityError},
 		{ID: RootCauseProtectedResourceInUse, Severity: report.SeverityWarning},
