@@ -40,8 +40,10 @@ type Cluster struct {
 	Clusters    []*unstructured.Unstructured
 	// PersistentVolumes are read whole; list a deleted one in Objects too (PVObject).
 	PersistentVolumes []*corev1.PersistentVolume
-	Workloads         []*kruise.Workload
-	SidecarSets       []*kruise.SidecarSet
+	// DeletedServices are read whole; list them in Objects too (ServiceObject).
+	DeletedServices []*corev1.Service
+	Workloads       []*kruise.Workload
+	SidecarSets     []*kruise.SidecarSet
 	// ServerVersion is the apiserver's /version gitVersion.
 	ServerVersion string
 	// Logs are controller pod logs by "namespace/pod".
@@ -57,7 +59,7 @@ func (c Cluster) Snapshot() *snapshot.Snapshot {
 		Objects: c.Objects, Namespaces: c.Namespaces, APIServices: c.APIServices, Clusters: c.Clusters,
 		Workloads: c.Workloads, SidecarSets: c.SidecarSets,
 		StatefulSets: c.StatefulSets, DaemonSets: c.DaemonSets, ControllerNamespaces: c.ControllerNamespaces,
-		ClusterAPILog: c.ClusterAPILog, PersistentVolumes: c.PersistentVolumes,
+		ClusterAPILog: c.ClusterAPILog, PersistentVolumes: c.PersistentVolumes, DeletedServices: c.DeletedServices,
 		Unread: map[snapshot.Input]error{}, Logs: map[string]string{}, Limits: map[snapshot.Input]string{}}
 	for in, l := range c.Limits {
 		s.Limits[in] = l

@@ -16,6 +16,7 @@ var (
 	ReplicaSets = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}
 	Deployments = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 	CRDs        = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	Jobs        = schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
 )
 
 // PersistentVolume is a volume as the PV controller leaves it bound to namespace/claim (phase

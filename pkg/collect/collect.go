@@ -153,6 +153,7 @@ func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Inp
 		snapshot.InputControllers:       col.readControllers,
 		snapshot.InputClusterAPI:        col.readClusters,
 		snapshot.InputPersistentVolumes: col.readVolumes,
+		snapshot.InputDeletedServices:   col.readDeletedServices,
 	}
 	col.covered = coveredResources(want)
 	col.parallel(ctx, want, readers)

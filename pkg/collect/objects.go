@@ -128,6 +128,9 @@ func coveredResources(want map[snapshot.Input]bool) map[schema.GroupResource]boo
 	if want[snapshot.InputPersistentVolumes] {
 		out[schema.GroupResource{Resource: "persistentvolumes"}] = true
 	}
+	if want[snapshot.InputDeletedServices] {
+		out[schema.GroupResource{Resource: "services"}] = true
+	}
 	return out
 }
 
@@ -170,6 +173,9 @@ func (col *collector) addCoveredObjects() {
 	}
 	for _, pv := range s.PersistentVolumes {
 		add(schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}, "PersistentVolume", false, pv.ObjectMeta)
+	}
+	for _, svc := range s.DeletedServices {
+		add(schema.GroupVersionResource{Version: "v1", Resource: "services"}, "Service", true, svc.ObjectMeta)
 	}
 }
 

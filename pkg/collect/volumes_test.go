@@ -2,6 +2,7 @@ package collect
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -24,25 +25,15 @@ func TestCollectPersistentVolumesWholeAndOnce(t *testing.T) {
 	free := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-free"}, Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeAvailable}}
 	c := newFakeCluster(t, bound, free)
 	c.serve("v1", metav1.APIResource{Name: "persistentvolumes", Kind: "PersistentVolume"})
-	var metaListed []string
-	c.meta.PrependReactor("list", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		metaListed = append(metaListed, a.GetResource().Resource)
-		return true, &metav1.List{}, nil
-	})
+	metaListed := recordMetaLists(c)
 	s := collect(t, c, allNamespaces, snapshot.InputObjects, snapshot.InputPersistentVolumes)
 	if len(s.PersistentVolumes) != 2 || s.PersistentVolumes[0].Spec.ClaimRef == nil && s.PersistentVolumes[1].Spec.ClaimRef == nil {
 		t.Fatalf("persistent volumes = %v, want both, whole", s.PersistentVolumes)
 	}
-	for _, r := range metaListed {
-		if r == "persistentvolumes" {
-			t.Errorf("persistentvolumes listed metadata-only again: %v", metaListed)
-		}
+	if slices.Contains(*metaListed, "persistentvolumes") {
+		t.Errorf("persistentvolumes listed metadata-only again: %v", *metaListed)
 	}
-	var got []string
-	for _, o := range s.Objects {
-		got = append(got, o.Kind+" "+o.Meta.Name)
-	}
-	if want := []string{"PersistentVolume pv-data"}; !reflect.DeepEqual(got, want) {
+	if got, want := deletedObjectNames(s), []string{"PersistentVolume /pv-data"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("objects being deleted = %v, want %v", got, want)
 	}
 
@@ -50,4 +41,23 @@ func TestCollectPersistentVolumesWholeAndOnce(t *testing.T) {
 	if len(ns.PersistentVolumes) != 0 {
 		t.Errorf("a scan of one namespace read %d PVs, want none", len(ns.PersistentVolumes))
 	}
+}
+
+// recordMetaLists answers every metadata-only LIST empty and records which resources were listed.
+func recordMetaLists(c *fakeCluster) *[]string {
+	var listed []string
+	c.meta.PrependReactor("list", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		listed = append(listed, a.GetResource().Resource)
+		return true, &metav1.List{}, nil
+	})
+	return &listed
+}
+
+// deletedObjectNames names the objects input's objects "Kind namespace/name".
+func deletedObjectNames(s *snapshot.Snapshot) []string {
+	var out []string
+	for _, o := range s.Objects {
+		out = append(out, o.Kind+" "+o.Meta.Namespace+"/"+o.Meta.Name)
+	}
+	return out
 }

@@ -57,6 +57,8 @@ const (
 	InputClusterAPI Input = "cluster-api"
 	// InputPersistentVolumes is every PersistentVolume, whole (their phase and claimRef).
 	InputPersistentVolumes Input = "persistent-volumes"
+	// InputDeletedServices is the Services being deleted, whole (their load balancer's state).
+	InputDeletedServices Input = "deleted-services"
 )
 
 // ControllerLog is the part of a controller's log a scan read: the window it asked for and the
@@ -160,6 +162,8 @@ type Snapshot struct {
 	Clusters []*unstructured.Unstructured
 	// PersistentVolumes are every PV, whole; nil in a scan of one namespace.
 	PersistentVolumes []*corev1.PersistentVolume
+	// DeletedServices are the Services in scope being deleted, whole.
+	DeletedServices []*corev1.Service
 	// Logs maps "namespace/pod" of a controller leader to the bounded text read from its log.
 	Logs map[string]string
 	// ClusterAPILog is what was read of the Cluster API controller leader's log; nil if not read.

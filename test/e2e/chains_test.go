@@ -54,6 +54,28 @@ func TestBlockingChains(t *testing.T) {
 	t.Run("claim deleted while its pod runs", e.claimInUse)
 	t.Run("foreground deletion held by a pod on a dead node", e.foregroundOnDeadNode)
 	t.Run("CRD held by an instance's finalizer", e.crdInstance)
+	t.Run("load balancer Service no controller acts on", e.loadBalancerNobodyActs)
+}
+
+// loadBalancerNobodyActs: a LoadBalancer Service carrying the cleanup finalizer (as a
+// cloud-controller-manager since uninstalled left it) deleted on a cluster that runs none.
+func (e *teEnv) loadBalancerNobodyActs(t *testing.T) {
+	const ns = "ch-lb"
+	e.namespace(t, ns)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop-lb", Finalizers: []string{"service.kubernetes.io/load-balancer-cleanup"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80}}}}
+	if _, err := e.cs.CoreV1().Services(ns).Create(e.ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.cs.CoreV1().Services(ns).Delete(e.ctx, svc.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f := teFind(t, e.scanAll(t), "Service", "shop-lb")
+	assertFinding(t, f, "finalizer-owner-not-acting", report.SeverityWarning,
+		[]string{"may run no cloud-controller-manager", "status.loadBalancer.ingress []"}, nil)
+	if !strings.Contains(f.Summary, "no service controller ever acted") {
+		t.Errorf("summary %q", f.Summary)
+	}
 }
 
 // claimInUse: a PV and its claim deleted while a Running pod on a healthy node mounts the claim.

@@ -249,7 +249,7 @@ func (n needsCheck) Info() checks.Info {
 	return checks.Info{ID: n.id, Threshold: time.Minute, Needs: []checks.Need{
 		{Input: snapshot.InputPods}, {Input: snapshot.InputEvents}, {Input: snapshot.InputNodes},
 		{Input: snapshot.InputObjects}, {Input: snapshot.InputNamespaces}, {Input: snapshot.InputControllers, Optional: true},
-		{Input: snapshot.InputPersistentVolumes, Optional: true},
+		{Input: snapshot.InputPersistentVolumes, Optional: true}, {Input: snapshot.InputDeletedServices, Optional: true},
 	}}
 }
 
@@ -291,7 +291,7 @@ func TestCollectorReadsEachKindOncePaginated(t *testing.T) {
 					t.Errorf("%s listed %d times in one scan of %d checks, want once", path, n, nChecks)
 				}
 			}
-			if counter.lists["/api/v1/events"] != 1 || counter.lists["/api/v1/nodes"] != 1 || counter.lists["/api/v1/persistentvolumes"] != 1 {
+			if counter.lists["/api/v1/events"] != 1 || counter.lists["/api/v1/nodes"] != 1 || counter.lists["/api/v1/persistentvolumes"] != 1 || counter.lists["/api/v1/services"] != 1 {
 				t.Errorf("inputs not read: %v", counter.lists)
 			}
 		})

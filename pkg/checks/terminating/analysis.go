@@ -152,6 +152,7 @@ func (a *analysis) pod(p *corev1.Pod) (report.Finding, bool) {
 		// While the grace period is above 0 the kubelet has not confirmed the containers stopped:
 		// finalizers matter only once it has, so it comes before them.
 		func() (checks.Draft, bool) { return a.kubeletKillFailing(p, full, owners) },
+		func() (checks.Draft, bool) { return a.jobTracking(p, owners) },
 		func() (checks.Draft, bool) { return a.finalizerOwners(subj, owners) },
 	}
 	for _, step := range steps {
@@ -177,6 +178,7 @@ func (a *analysis) object(o snapshot.Object) (report.Finding, bool) {
 		func() (checks.Draft, bool) { return a.ownerPaused(subj, owners) },
 		func() (checks.Draft, bool) { return a.readdRace(subj, owners) },
 		func() (checks.Draft, bool) { return a.heldByCondition(subj) },
+		func() (checks.Draft, bool) { return a.loadBalancerCleanup(subj) },
 		func() (checks.Draft, bool) { return a.finalizerOwners(subj, owners) },
 	} {
 		if f, ok := step(); ok {

@@ -36,6 +36,7 @@ func New() checks.Check {
 			{Input: snapshot.InputClusterAPILogs, Optional: true},
 			{Input: snapshot.InputKruiseWorkloads, Optional: true},
 			{Input: snapshot.InputPersistentVolumes, Optional: true},
+			{Input: snapshot.InputDeletedServices, Optional: true},
 		},
 	}, documentation)}
 }
