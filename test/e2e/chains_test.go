@@ -19,6 +19,7 @@ import (
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
@@ -55,6 +56,55 @@ func TestBlockingChains(t *testing.T) {
 	t.Run("foreground deletion held by a pod on a dead node", e.foregroundOnDeadNode)
 	t.Run("CRD held by an instance's finalizer", e.crdInstance)
 	t.Run("load balancer Service no controller acts on", e.loadBalancerNobodyActs)
+	t.Run("CloneSet pod deleted around its preDelete hook", e.kruiseHookBypassed)
+}
+
+// kruiseHookBypassed: a CloneSet with a preDelete hook finalizer, and its pod as kruise-manager
+// v1.9.0 creates it (the template's finalizer, lifecycle state Normal, owned by the CloneSet),
+// deleted directly with kubectl delete pod. kwok stops its containers; the finalizer stays.
+func (e *teEnv) kruiseHookBypassed(t *testing.T) {
+	const ns = "ch-kruise"
+	e.namespace(t, ns)
+	crds, err := testcluster.KruiseCRDFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.c.InstallCRDs(t, crds...)
+	labels := map[string]any{"app": "cart"}
+	cs := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
+		"metadata": map[string]any{"name": "cart", "namespace": ns},
+		"spec": map[string]any{"replicas": int64(1), "selector": map[string]any{"matchLabels": labels},
+			"lifecycle": map[string]any{"preDelete": map[string]any{"finalizersHandler": []any{"example.com/unregister"}}},
+			"template": map[string]any{"metadata": map[string]any{"labels": labels, "finalizers": []any{"example.com/unregister"}},
+				"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": "registry.example/app:1.0"}}}}}}}
+	created, err := e.c.Dynamic().Resource(kruise.CloneSets).Namespace(ns).Create(e.ctx, cs, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	yes := true
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cart-x8k2q", Finalizers: []string{"example.com/unregister"},
+		Labels: map[string]string{"app": "cart", "lifecycle.apps.kruise.io/state": "Normal", "apps.kruise.io/cloneset-instance-id": "x8k2q"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps.kruise.io/v1alpha1", Kind: "CloneSet", Name: "cart", UID: created.GetUID(),
+			Controller: &yes, BlockOwnerDeletion: &yes}}}, Spec: chPodSpec(chLive, 3)}
+	if _, err := e.cs.CoreV1().Pods(ns).Create(e.ctx, p, metav1.CreateOptions{FieldManager: "kruise-manager"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "pod running", func(ctx context.Context) (bool, error) {
+		got, err := e.cs.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
+		return err == nil && got.Status.Phase == corev1.PodRunning, err
+	})
+	e.deletePod(t, ns, p.Name)
+	var f report.Finding
+	eventually(t, 60*time.Second, "the kruise-hook-bypassed finding", func(ctx context.Context) (bool, error) {
+		for _, g := range e.scanAll(t).Findings {
+			if g.Object.Name == p.Name {
+				f = g
+			}
+		}
+		return f.RootCause.ID == "kruise-hook-bypassed", nil
+	})
+	assertFinding(t, f, "kruise-hook-bypassed", report.SeverityWarning,
+		[]string{"CloneSet ch-kruise/cart spec.lifecycle.preDelete.finalizersHandler lists example.com/unregister", "apps.kruise.io/specified-delete"}, nil)
 }
 
 // loadBalancerNobodyActs: a LoadBalancer Service carrying the cleanup finalizer (as a
