@@ -56,9 +56,16 @@ type Options struct {
 	// Requests, when set, counts the requests scans send; each cycle logs its own share.
 	Requests *atomic.Int64
 	Metrics  *Metrics
-	Log      *slog.Logger
+	// Reports, when set, is synced after every cycle that looked, never after a failed one.
+	Reports Publisher
+	Log     *slog.Logger
 	// Clock is the local clock (nil: time.Now).
 	Clock func() time.Time
+}
+
+// Publisher writes a good cycle's findings somewhere outside the process (the policy reports).
+type Publisher interface {
+	Sync(ctx context.Context, r *report.Report) (applied, deleted int, err error)
 }
 
 // Cycle is what one scan cycle produced.
@@ -69,6 +76,9 @@ type Cycle struct {
 	Finished time.Time
 	Duration time.Duration
 	Requests int64
+	// Applied and Deleted count the reports written; PublishErr is why they could not be.
+	Applied, Deleted int
+	PublishErr       error
 }
 
 // Failed says whether the cycle must not replace the last good outputs: the scan failed, or it
@@ -134,6 +144,10 @@ func (a *Auditor) RunCycle(ctx context.Context) Cycle {
 	if a.opts.Requests != nil {
 		c.Requests = a.opts.Requests.Load() - before
 	}
+	if !c.Failed() && a.opts.Reports != nil {
+		c.Applied, c.Deleted, c.PublishErr = a.opts.Reports.Sync(ctx, c.Report)
+	}
+	// Metrics last: a scrape that sees the cycle counted sees its reports written too.
 	a.opts.Metrics.observe(c)
 	if c.Failed() {
 		a.errors.Add(1)
@@ -163,9 +177,17 @@ func (a *Auditor) log(c Cycle) {
 		if !c.Report.Coverage.Complete {
 			cov = coverageGaps(c.Report.Coverage)
 		}
-		a.opts.Log.Info("scan", append(attrs, slog.Int("findings", len(c.Report.Findings)),
+		attrs = append(attrs, slog.Int("findings", len(c.Report.Findings)),
 			slog.Int("errors", c.Report.Summary.Error), slog.Int("warnings", c.Report.Summary.Warning),
-			slog.String("coverage", cov))...)
+			slog.String("coverage", cov))
+		if a.opts.Reports != nil {
+			attrs = append(attrs, slog.Int("reportsApplied", c.Applied), slog.Int("reportsDeleted", c.Deleted))
+		}
+		if c.PublishErr != nil {
+			a.opts.Log.Error("scan; reports not all written", append(attrs, slog.String("error", c.PublishErr.Error()))...)
+			return
+		}
+		a.opts.Log.Info("scan", attrs...)
 	}
 }
 

@@ -7,12 +7,16 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/audit"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
@@ -30,6 +34,7 @@ type AuditOptions struct {
 	FailOn             string
 	MetricsBindAddress string
 	HealthBindAddress  string
+	Reports            string
 
 	opts scan.Options
 }
@@ -38,7 +43,7 @@ func newAuditCommand(config *genericclioptions.ConfigFlags, streams genericioopt
 	o := &AuditOptions{config: config, reg: reg, IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "audit",
-		Short: "Scan in a loop and publish the findings as Prometheus metrics",
+		Short: "Scan in a loop and publish the findings as Prometheus metrics and policy reports",
 		Long: `Runs the same scan as scan (same flags, collector and checks) every --interval, in the cluster
 or anywhere with a kubeconfig, and publishes what the last good scan found as Prometheus metrics
 on --metrics-bind-address at /metrics: workloaddoctor_findings and
@@ -46,11 +51,19 @@ workloaddoctor_finding_age_seconds per finding, scan duration, scans by result, 
 last success and whether coverage was complete. /healthz and /readyz are served on
 --health-probe-bind-address; /readyz answers 200 once a scan completed.
 
+After each good cycle it writes policy reports (--reports): one report named workloaddoctor
+per namespace with findings and one cluster-scoped report, as openreports.io/v1alpha1 Report and
+ClusterReport or wgpolicyk8s.io/v1alpha2 PolicyReport and ClusterPolicyReport, with server-side
+apply under the field manager workloaddoctor; a report whose findings are gone is deleted. Each
+finding is one result: policy the check, rule the root cause, fail/high for errors, warn/medium
+for warnings, warn/low for info. Report CRDs for clusters without them: deploy/crds/.
+
 A cycle that fails (the apiserver unreachable, an input checks detect from unreadable after the
 retries, no check able to run) keeps the findings of the last good cycle, counts
-workloaddoctor_scans_total{result="error"}, sets workloaddoctor_coverage_complete to 0 and is
-retried next interval: a scan that did not look never makes findings disappear. Each cycle writes
-one JSON log line on stderr (findings, duration, requests sent, coverage).
+workloaddoctor_scans_total{result="error"}, sets workloaddoctor_coverage_complete to 0, writes no
+report and is retried next interval: a scan that did not look never makes findings disappear.
+Each cycle writes one JSON log line on stderr (findings, duration, requests sent, coverage,
+reports written).
 
 --once runs one cycle and exits with scan's exit codes: 0 nothing at or above --fail-on, 1 the
 scan could not run or could not look, 2 findings at or above --fail-on.`,
@@ -73,6 +86,7 @@ scan could not run or could not look, 2 findings at or above --fail-on.`,
 	cmd.Flags().StringVar(&o.FailOn, "fail-on", "error", "With --once: exit 2 when a finding is at or above this severity: error|warning|info|never.")
 	cmd.Flags().StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "Address /metrics is served on (port 0 picks a free one; the log says which).")
 	cmd.Flags().StringVar(&o.HealthBindAddress, "health-probe-bind-address", ":8081", "Address /healthz and /readyz are served on.")
+	cmd.Flags().StringVar(&o.Reports, "reports", "auto", "Policy reports to write: "+strings.Join(audit.ReportModes, "|")+"; auto picks openreports.io/v1alpha1, else wgpolicyk8s.io/v1alpha2, else none.")
 	registerCompletions(cmd, reg)
 	return cmd
 }
@@ -84,6 +98,9 @@ func (o *AuditOptions) Complete() error {
 	}
 	if _, err := failOnSeverity(o.FailOn); err != nil {
 		return err
+	}
+	if !contains(audit.ReportModes, o.Reports) {
+		return fmt.Errorf("invalid --reports %q: want one of %s", o.Reports, strings.Join(audit.ReportModes, ", "))
 	}
 	opts, err := o.scanFlags.options(o.config, o.reg)
 	if err != nil {
@@ -109,8 +126,12 @@ func (o *AuditOptions) Run(ctx context.Context) error {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
 	log := slog.New(slog.NewJSONHandler(o.ErrOut, nil))
+	reports, err := o.reportWriter(cfg, log)
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
 	a, err := audit.New(audit.Options{Scan: scanner, Interval: o.Interval, Requests: requests,
-		Metrics: audit.NewMetrics(), Log: log, Clock: o.opts.Clock})
+		Metrics: audit.NewMetrics(), Reports: reports, Log: log, Clock: o.opts.Clock})
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
@@ -123,6 +144,22 @@ func (o *AuditOptions) Run(ctx context.Context) error {
 		return scanExit(c.Report, sev, "the log line above")
 	}
 	return o.serve(ctx, a, log)
+}
+
+// reportWriter returns the policy report writer, or nil with --reports none.
+func (o *AuditOptions) reportWriter(cfg *rest.Config, log *slog.Logger) (audit.Publisher, error) {
+	if o.Reports == "none" {
+		return nil, nil
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create dynamic client: %w", err)
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create discovery client: %w", err)
+	}
+	return audit.NewReportWriter(dyn, disc, o.Reports, o.opts.Scope.Namespace, log)
 }
 
 // serve starts the metrics and probe servers and runs the loop until ctx ends.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,6 +16,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/audit"
 )
 
 // auditProc is `kubectl workloaddoctor audit` running as a process, its stderr log collected.
@@ -173,4 +182,47 @@ func (p *auditProc) withinCycles(t *testing.T, n int, result, what string, cond 
 		return false, nil
 	})
 	return last
+}
+
+// installReportCRDs installs the project's report CRDs of both APIs (deploy/crds).
+func installReportCRDs(t *testing.T, c *testcluster.Cluster) {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(repoRoot(t), "deploy", "crds", "*.yaml"))
+	if err != nil || len(paths) != 4 {
+		t.Fatalf("deploy/crds: %v %v", paths, err)
+	}
+	c.InstallCRDs(t, paths...)
+}
+
+// auditReport returns the auditor's report in ns ("" the cluster-scoped one) of api, or nil.
+func auditReport(t *testing.T, c *testcluster.Cluster, api audit.ReportAPI, ns string) *unstructured.Unstructured {
+	t.Helper()
+	var res dynamic.ResourceInterface = c.Dynamic().Resource(api.GVR(ns == ""))
+	if ns != "" {
+		res = c.Dynamic().Resource(api.GVR(false)).Namespace(ns)
+	}
+	got, err := res.Get(t.Context(), audit.ReportName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("get report %s/%s: %v", ns, audit.ReportName, err)
+	}
+	return got
+}
+
+// reportResults returns the (policy, rule, result, resource name) of each result of a report.
+func reportResults(u *unstructured.Unstructured) []string {
+	var out []string
+	items, _, _ := unstructured.NestedSlice(u.Object, "results")
+	for _, it := range items {
+		m, _ := it.(map[string]any)
+		res, _ := m["resources"].([]any)
+		name := ""
+		if len(res) > 0 {
+			name, _, _ = unstructured.NestedString(res[0].(map[string]any), "name")
+		}
+		out = append(out, fmt.Sprintf("%v %v %v %s", m["policy"], m["rule"], m["result"], name))
+	}
+	return out
 }

@@ -10,20 +10,33 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/audit"
 )
 
-// TestAuditMetrics runs `audit` as a process against the real apiserver, behind the fault proxy so
-// that an outage can be played: a stuck object shows in the metrics within one cycle, survives
-// cycles that cannot reach the apiserver, and goes away in the cycle after it was resolved.
-func TestAuditMetrics(t *testing.T) {
+// TestAuditMetricsAndReports runs `audit` as a process against the real apiserver, behind the
+// fault proxy so that an outage can be played: a stuck object shows in the metrics and in an
+// openreports.io report within one cycle, survives cycles that cannot reach the apiserver, and
+// goes away from both in the cycle after it was resolved.
+func TestAuditMetricsAndReports(t *testing.T) {
 	t.Parallel()
 	const ns = "au"
 	c := testcluster.Start(t, testcluster.Options{})
+	installReportCRDs(t, c)
 	createNamespace(t, c, ns)
 	createNamespace(t, c, "au-healthy")
+	// Someone else's report in the namespace: the auditor never touches it.
+	other := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "openreports.io/v1alpha1", "kind": "Report",
+		"metadata": map[string]any{"name": "other-tool", "namespace": ns, "labels": map[string]any{"app.kubernetes.io/managed-by": "other-tool"}},
+		"results":  []any{map[string]any{"policy": "p", "result": "pass"}},
+	}}
+	if _, err := c.Dynamic().Resource(audit.OpenReports.GVR(false)).Namespace(ns).Create(t.Context(), other, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	proxy := c.StartFaultProxy(t, ns)
 	cs := c.Clientset()
 	ctx := t.Context()
@@ -39,6 +52,9 @@ func TestAuditMetrics(t *testing.T) {
 	s := p.scrape(t)
 	if got := s.series("workloaddoctor_findings"); len(got) != 0 || !strings.Contains(string(s), "workloaddoctor_coverage_complete 1") {
 		t.Fatalf("healthy cluster: findings %v, metrics:\n%s", got, s)
+	}
+	if r := auditReport(t, c, audit.OpenReports, ns); r != nil {
+		t.Fatalf("healthy namespace has a report: %v", r.Object)
 	}
 
 	// An object held by a finalizer whose owner never acts, the way an operator that is gone leaves it.
@@ -60,6 +76,35 @@ func TestAuditMetrics(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^workloaddoctor_last_success_timestamp_seconds \d\.\d+e\+09$`).MatchString(string(s)) {
 		t.Errorf("last success timestamp missing:\n%s", s)
 	}
+	// The report is written in the same cycle, before the cycle is counted.
+	rep := auditReport(t, c, audit.OpenReports, ns)
+	if rep == nil {
+		t.Fatalf("no report in %s after the cycle that found the ConfigMap; log:\n%s", ns, strings.Join(p.log(), "\n"))
+	}
+	if got := reportResults(rep); strings.Join(got, ";") != "stuck-terminating finalizer-owner-not-acting warn held" {
+		t.Errorf("report results = %v", got)
+	}
+	if fail, _, _ := unstructured.NestedInt64(rep.Object, "summary", "fail"); fail != 0 {
+		t.Errorf("summary.fail = %d, want 0 (a warning is warn)", fail)
+	}
+	if warn, _, _ := unstructured.NestedInt64(rep.Object, "summary", "warn"); warn != 1 {
+		t.Errorf("summary.warn = %d, want 1", warn)
+	}
+	if mf := rep.GetManagedFields(); len(mf) != 1 || mf[0].Manager != "workloaddoctor" || mf[0].Operation != metav1.ManagedFieldsOperationApply {
+		t.Errorf("report managed fields = %+v, want one Apply entry of workloaddoctor", mf)
+	}
+	if r := auditReport(t, c, audit.OpenReports, "au-healthy"); r != nil {
+		t.Errorf("a namespace without findings got a report")
+	}
+	// Another manager's label on the auditor's report survives the next apply.
+	labelPatch := []byte(`{"metadata":{"labels":{"team":"platform"}}}`)
+	if _, err := c.Dynamic().Resource(audit.OpenReports.GVR(false)).Namespace(ns).Patch(ctx, audit.ReportName, types.MergePatchType, labelPatch, metav1.PatchOptions{FieldManager: "kubectl-label"}); err != nil {
+		t.Fatal(err)
+	}
+	p.withinCycles(t, 1000, "success", "one more good cycle", func(s2 scrape) bool { return s2.scans("success") >= s.scans("success")+1 })
+	if rep := auditReport(t, c, audit.OpenReports, ns); rep == nil || rep.GetLabels()["team"] != "platform" || rep.GetLabels()["app.kubernetes.io/managed-by"] != "workloaddoctor" {
+		t.Errorf("after re-apply: %v", rep)
+	}
 
 	// The apiserver unreachable: cycles fail, are counted, and the finding stays published.
 	proxy.Set(&testcluster.FaultRule{Path: regexp.MustCompile(`.`), Fault: testcluster.Reset})
@@ -72,6 +117,9 @@ func TestAuditMetrics(t *testing.T) {
 	if err != nil || code != http.StatusOK {
 		t.Errorf("/readyz during the outage: %d %v (the last good metrics are still served)", code, err)
 	}
+	if rep := auditReport(t, c, audit.OpenReports, ns); rep == nil || len(reportResults(rep)) != 1 {
+		t.Errorf("the report must survive cycles that could not look: %v", rep)
+	}
 	proxy.Set()
 
 	// Resolved: the owner removes its finalizer; the next cycle after that drops the series.
@@ -79,9 +127,13 @@ func TestAuditMetrics(t *testing.T) {
 	if _, err := cs.CoreV1().ConfigMaps(ns).Patch(ctx, "held", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	p.withinCycles(t, 2, "success", "the resolved finding gone from the metrics", func(s scrape) bool {
-		return len(s.series("workloaddoctor_findings")) == 0 && len(s.series("workloaddoctor_finding_age_seconds")) == 0
+	p.withinCycles(t, 2, "success", "the resolved finding gone from the metrics and the reports", func(s scrape) bool {
+		return len(s.series("workloaddoctor_findings")) == 0 && len(s.series("workloaddoctor_finding_age_seconds")) == 0 &&
+			auditReport(t, c, audit.OpenReports, ns) == nil
 	})
+	if _, err := c.Dynamic().Resource(audit.OpenReports.GVR(false)).Namespace(ns).Get(ctx, "other-tool", metav1.GetOptions{}); err != nil {
+		t.Errorf("another tool's report: %v", err)
+	}
 
 	// One JSON line per cycle, with what it found, cost and covered; failed cycles say so.
 	var ok, failed int
@@ -111,9 +163,11 @@ func TestAuditOnce(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{})
 	createNamespace(t, c, "ao")
 	args := []string{"audit", "-n", "ao", "--checks", teCheck, "--min-age", "0s", "--once", "--fail-on", "warning"}
-	if _, stderr, code := runPlugin(t, c.Kubeconfig, args...); code != 0 || !strings.Contains(stderr, `"msg":"scan"`) {
-		t.Fatalf("healthy namespace: exit %d, want 0\n%s", code, stderr)
+	if _, stderr, code := runPlugin(t, c.Kubeconfig, args...); code != 0 || !strings.Contains(stderr, `"msg":"scan"`) ||
+		!strings.Contains(stderr, "no policy report API served") {
+		t.Fatalf("healthy namespace, no report CRDs: exit %d, want 0 and a note that no report is written\n%s", code, stderr)
 	}
+	installReportCRDs(t, c)
 	cs := c.Clientset()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: "ao", Finalizers: []string{"example.com/protect"}}}
 	if _, err := cs.CoreV1().ConfigMaps("ao").Create(t.Context(), cm, metav1.CreateOptions{FieldManager: "widget-operator"}); err != nil {
@@ -122,8 +176,15 @@ func TestAuditOnce(t *testing.T) {
 	if err := cs.CoreV1().ConfigMaps("ao").Delete(t.Context(), "held", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, stderr, code := runPlugin(t, c.Kubeconfig, args...); code != 2 || !strings.Contains(stderr, `"findings":1`) {
+	if _, stderr, code := runPlugin(t, c.Kubeconfig, append(args, "--reports", "policyreport")...); code != 2 || !strings.Contains(stderr, `"findings":1`) {
 		t.Fatalf("stuck ConfigMap: exit %d, want 2\n%s", code, stderr)
+	}
+	// --reports policyreport writes the wgpolicyk8s.io kinds even though openreports.io is served.
+	if rep := auditReport(t, c, audit.PolicyReports, "ao"); rep == nil || strings.Join(reportResults(rep), ";") != "stuck-terminating finalizer-owner-not-acting warn held" {
+		t.Errorf("PolicyReport: %v", rep)
+	}
+	if rep := auditReport(t, c, audit.OpenReports, "ao"); rep != nil {
+		t.Errorf("--reports policyreport wrote an openreports.io Report")
 	}
 	if _, stderr, code := runPlugin(t, c.Kubeconfig, append(args[:len(args)-1], "error")...); code != 0 {
 		t.Fatalf("a warning with --fail-on error: exit %d, want 0\n%s", code, stderr)

@@ -1,0 +1,147 @@
+package audit
+
+import (
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+)
+
+// Report names and labels (docs/contract.md, "Auditor").
+const (
+	ReportName      = "workloaddoctor"
+	FieldManager    = "workloaddoctor"
+	ManagedByLabel  = "app.kubernetes.io/managed-by"
+	ManagedByValue  = "workloaddoctor"
+	resultSource    = "workloaddoctor"
+	resultCategory  = "stuck-workloads"
+	reportsAutoMode = "auto"
+)
+
+// ReportAPI is one of the policy report APIs the auditor can write.
+type ReportAPI struct {
+	// Name is the --reports value that picks it.
+	Name                 string
+	GroupVersion         schema.GroupVersion
+	Kind, ClusterKind    string
+	Resource, ClusterRes string
+	// ReportSource: the API has a report-level source field.
+	ReportSource bool
+}
+
+// The report APIs, in the order --reports auto prefers them.
+var (
+	OpenReports = ReportAPI{Name: "openreports", GroupVersion: schema.GroupVersion{Group: "openreports.io", Version: "v1alpha1"},
+		Kind: "Report", ClusterKind: "ClusterReport", Resource: "reports", ClusterRes: "clusterreports", ReportSource: true}
+	PolicyReports = ReportAPI{Name: "policyreport", GroupVersion: schema.GroupVersion{Group: "wgpolicyk8s.io", Version: "v1alpha2"},
+		Kind: "PolicyReport", ClusterKind: "ClusterPolicyReport", Resource: "policyreports", ClusterRes: "clusterpolicyreports"}
+	ReportAPIs = []ReportAPI{OpenReports, PolicyReports}
+)
+
+// GVR returns the resource of the namespaced (cluster false) or cluster-scoped report.
+func (a ReportAPI) GVR(cluster bool) schema.GroupVersionResource {
+	if cluster {
+		return a.GroupVersion.WithResource(a.ClusterRes)
+	}
+	return a.GroupVersion.WithResource(a.Resource)
+}
+
+// BuildReports turns a scan report into the policy reports that describe it: one per namespace
+// with findings, keyed by namespace, and one cluster-scoped report keyed "" when cluster-scoped
+// objects have findings. Only names, IDs and the summary go in: never an object's data.
+func BuildReports(r *report.Report, api ReportAPI) map[string]*unstructured.Unstructured {
+	byNS := map[string][]report.Finding{}
+	for _, f := range r.Findings {
+		byNS[f.Object.Namespace] = append(byNS[f.Object.Namespace], f)
+	}
+	out := map[string]*unstructured.Unstructured{}
+	for ns, fs := range byNS {
+		out[ns] = buildReport(api, ns, fs)
+	}
+	return out
+}
+
+func buildReport(api ReportAPI, ns string, fs []report.Finding) *unstructured.Unstructured {
+	kind := api.Kind
+	if ns == "" {
+		kind = api.ClusterKind
+	}
+	meta := map[string]any{"name": ReportName, "labels": map[string]any{ManagedByLabel: ManagedByValue}}
+	if ns != "" {
+		meta["namespace"] = ns
+	}
+	// Findings arrive sorted by check, severity and object (report.Normalize); sorting by ID on
+	// top would reorder results from one cycle to the next for no reason, so keep that order.
+	var results []any
+	fail, warn := 0, 0
+	for _, f := range fs {
+		res := result(f)
+		if res["result"] == "fail" {
+			fail++
+		} else {
+			warn++
+		}
+		results = append(results, res)
+	}
+	obj := map[string]any{
+		"apiVersion": api.GroupVersion.String(), "kind": kind, "metadata": meta,
+		"summary": map[string]any{"pass": int64(0), "fail": int64(fail), "warn": int64(warn), "error": int64(0), "skip": int64(0)},
+		"results": results,
+	}
+	if api.ReportSource {
+		obj["source"] = resultSource
+	}
+	return &unstructured.Unstructured{Object: obj}
+}
+
+// result maps one finding to a report result: error -> fail/high, warning -> warn/medium,
+// info -> warn/low.
+func result(f report.Finding) map[string]any {
+	res, sev := "warn", "low"
+	switch f.Severity {
+	case report.SeverityError:
+		res, sev = "fail", "high"
+	case report.SeverityWarning:
+		sev = "medium"
+	}
+	ref := map[string]any{"apiVersion": f.Object.APIVersion, "kind": f.Object.Kind, "name": f.Object.Name}
+	if f.Object.Namespace != "" {
+		ref["namespace"] = f.Object.Namespace
+	}
+	if f.Object.UID != "" {
+		ref["uid"] = f.Object.UID
+	}
+	props := map[string]any{"findingId": f.ID, "since": f.Since.UTC().Format(time.RFC3339)}
+	var fixes []string
+	seen := map[string]bool{}
+	for _, fx := range f.Fixes {
+		if !seen[fx.Action] {
+			seen[fx.Action] = true
+			fixes = append(fixes, fx.Action)
+		}
+	}
+	if len(fixes) > 0 {
+		props["fixes"] = strings.Join(fixes, ",")
+	}
+	var blocked []string
+	for _, b := range f.BlockedBy {
+		s := strings.ToLower(b.Kind) + "/" + b.Name
+		if b.Namespace != "" {
+			s = b.Namespace + "/" + s
+		}
+		blocked = append(blocked, s)
+	}
+	if len(blocked) > 0 {
+		props["blockedBy"] = strings.Join(blocked, ",")
+	}
+	return map[string]any{
+		"source": resultSource, "policy": f.Check, "rule": f.RootCause.ID, "category": resultCategory,
+		"result": res, "severity": sev, "message": f.Summary,
+		"timestamp":  map[string]any{"seconds": f.Since.Unix(), "nanos": int64(0)},
+		"resources":  []any{ref},
+		"properties": props,
+	}
+}

@@ -1,0 +1,84 @@
+package audit
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+)
+
+func TestBuildReportsMapsFindingsToResults(t *testing.T) {
+	owner := &report.ObjectRef{APIVersion: "apps/v1", Kind: "ReplicaSet", Namespace: "shop", Name: "web-5d8"}
+	pod := finding("shop", "Pod", "web-1", "stuck-terminating", "finalizer-owner-missing", report.SeverityError, time.Minute, owner)
+	pod.Summary = "pod web-1 has been terminating for 1m"
+	pod.Fixes = []report.Fix{{Action: "remove-finalizer", Params: map[string]string{"finalizer": "a"}}, {Action: "remove-finalizer", Params: map[string]string{"finalizer": "b"}}, {Action: "force-delete"}}
+	pod.BlockedBy = []report.BlockRef{{Kind: "PersistentVolumeClaim", Namespace: "shop", Name: "data"}}
+	warn := finding("shop", "ConfigMap", "cfg", "stuck-terminating", "finalizer-owner-not-acting", report.SeverityWarning, time.Hour, nil)
+	info := finding("shop", "Pod", "web-2", "resize-policy-drift", "benign-defaulting", report.SeverityInfo, time.Hour, nil)
+	ns := finding("", "Namespace", "old", "stuck-terminating", "namespace-content-remaining", report.SeverityError, time.Hour, nil)
+	r := newReport(looked, pod, warn, info, ns)
+
+	for _, api := range ReportAPIs {
+		got := BuildReports(r, api)
+		if len(got) != 2 || got["shop"] == nil || got[""] == nil {
+			t.Fatalf("%s: reports for %v, want shop and the cluster", api.Name, slices.Sorted(maps.Keys(got)))
+		}
+		shop, cluster := got["shop"], got[""]
+		if shop.GetKind() != api.Kind || cluster.GetKind() != api.ClusterKind || shop.GetAPIVersion() != api.GroupVersion.String() ||
+			shop.GetName() != "workloaddoctor" || shop.GetNamespace() != "shop" || cluster.GetNamespace() != "" ||
+			shop.GetLabels()[ManagedByLabel] != "workloaddoctor" {
+			t.Errorf("%s: report identity: %v / %v", api.Name, shop.Object["metadata"], cluster.Object["metadata"])
+		}
+		if _, has := shop.Object["source"]; has != api.ReportSource {
+			t.Errorf("%s: report-level source present=%v", api.Name, has)
+		}
+		var doc struct {
+			Summary map[string]int `json:"summary"`
+			Results []struct {
+				Source, Policy, Rule, Category, Result, Severity, Message string
+				Timestamp                                                 struct{ Seconds, Nanos int64 }
+				Resources                                                 []map[string]string
+				Properties                                                map[string]string
+			} `json:"results"`
+		}
+		raw, _ := json.Marshal(shop.Object)
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if doc.Summary["fail"] != 1 || doc.Summary["warn"] != 2 || len(doc.Results) != 3 {
+			t.Fatalf("%s: summary %v, %d results", api.Name, doc.Summary, len(doc.Results))
+		}
+		want := map[string][2]string{"web-1": {"fail", "high"}, "cfg": {"warn", "medium"}, "web-2": {"warn", "low"}}
+		for _, res := range doc.Results {
+			name := res.Resources[0]["name"]
+			if w := want[name]; res.Result != w[0] || res.Severity != w[1] {
+				t.Errorf("%s: %s mapped to %s/%s, want %v", api.Name, name, res.Result, res.Severity, w)
+			}
+			if res.Source != "workloaddoctor" || res.Category != "stuck-workloads" || res.Properties["findingId"] == "" {
+				t.Errorf("%s: result %+v", api.Name, res)
+			}
+			if name != "web-1" {
+				continue
+			}
+			if res.Policy != "stuck-terminating" || res.Rule != "finalizer-owner-missing" || res.Message != pod.Summary ||
+				res.Timestamp.Seconds != pod.Since.Unix() || res.Resources[0]["uid"] != "shop/web-1" || res.Resources[0]["kind"] != "Pod" {
+				t.Errorf("%s: web-1 result %+v", api.Name, res)
+			}
+			p := res.Properties
+			if p["fixes"] != "remove-finalizer,force-delete" || p["blockedBy"] != "shop/persistentvolumeclaim/data" ||
+				p["since"] != pod.Since.UTC().Format(time.RFC3339) || p["findingId"] != report.FindingID(pod.Object, pod.Check, pod.RootCause.ID) {
+				t.Errorf("%s: web-1 properties %v", api.Name, p)
+			}
+		}
+	}
+}
+
+// No findings, no reports: the writer deletes what it wrote before.
+func TestBuildReportsEmpty(t *testing.T) {
+	if got := BuildReports(newReport(looked), OpenReports); len(got) != 0 {
+		t.Errorf("reports for a clean scan: %v", slices.Sorted(maps.Keys(got)))
+	}
+}
