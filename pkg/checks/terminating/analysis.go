@@ -29,6 +29,8 @@ type analysis struct {
 	allWorkloads []workload
 	// held are the blockers of each subject a built-in controller's condition holds (held.go).
 	held map[types.UID][]blocker
+	// progress memoizes progressing (held.go) by UID.
+	progress map[types.UID]bool
 }
 
 // subject is the object a finding is about, whatever its resource.
@@ -173,6 +175,9 @@ func (a *analysis) object(o snapshot.Object) (report.Finding, bool) {
 		return report.Finding{}, false
 	}
 	subj := subject{ref: checks.Ref(o.APIVersion(), o.Kind, o.Meta), kind: o.Kind, group: o.Resource.Group, meta: o.Meta, noun: "Deleting"}
+	if a.progressing(subj) {
+		return report.Finding{}, false
+	}
 	owners := newOwnerCache(a, subj)
 	for _, step := range []func() (checks.Draft, bool){
 		func() (checks.Draft, bool) { return a.ownerPaused(subj, owners) },

@@ -73,7 +73,7 @@ func (a *analysis) volumeBound(subj subject) (checks.Draft, []blocker, bool) {
 	b := blocker{ref: report.ObjectRef{APIVersion: "v1", Kind: "PersistentVolumeClaim", Namespace: cr.Namespace, Name: cr.Name, UID: string(cr.UID)},
 		state: "not being deleted (or not in scope)"}
 	if o, ok := a.objectByUID(string(cr.UID)); ok {
-		b = objectBlocker(o)
+		b = a.objectBlocker(o)
 	}
 	age := checks.Age(a.now, subj.meta.GetDeletionTimestamp().Time)
 	return checks.Draft{
@@ -110,7 +110,7 @@ func (a *analysis) ownedBy(uid types.UID, blocking bool) []blocker {
 	}
 	for _, o := range a.s.Objects {
 		if o.Meta != nil && counts(o.Meta.OwnerReferences) {
-			out = append(out, objectBlocker(o))
+			out = append(out, a.objectBlocker(o))
 		}
 	}
 	return out
@@ -152,7 +152,7 @@ func (a *analysis) instancesRemaining(subj subject) (checks.Draft, []blocker, bo
 	var insts []blocker
 	for _, o := range a.s.Objects {
 		if o.Meta != nil && o.Resource.Group == group && o.Resource.Resource == plural {
-			insts = append(insts, objectBlocker(o))
+			insts = append(insts, a.objectBlocker(o))
 		}
 	}
 	if len(insts) == 0 {

@@ -234,3 +234,31 @@ func TestNamespaceLinksToStuckObjectInside(t *testing.T) {
 		t.Errorf("namespace %s blockedBy %v, want the widget's finding %s", ns.RootCause.ID, ns.BlockedBy, fs["w-1"].ID)
 	}
 }
+
+// A foreground deletion whose pods are still in their grace period is the garbage collector at
+// work: no finding for the Deployment or its ReplicaSet, however long ago they were deleted.
+func TestForegroundDeletionProgressingNoFinding(t *testing.T) {
+	c := healthy()
+	dep := checktest.Object(checktest.Deployments, "Deployment", "shop", "web", checktest.UID("uid-dep-web"),
+		checktest.DeletedSince(20*time.Minute), checktest.Finalizers("", finForeground))
+	rs := checktest.Object(checktest.ReplicaSets, "ReplicaSet", "shop", "web-6d4cf56db6", checktest.UID("uid-rs-web"),
+		checktest.DependentOf("apps/v1", "Deployment", "web", "uid-dep-web", true),
+		checktest.DeletedSince(20*time.Minute), checktest.Finalizers("", finForeground))
+	// Deleted with a 30-minute grace period: deletionTimestamp is 10 minutes ahead.
+	c.Pods = []*corev1.Pod{replicaSetPod("web-0", checktest.Deleted(-10*time.Minute, 1800))}
+	c.Objects = []snapshot.Object{dep, rs}
+	if fs := New().Run(c.Snapshot(), 5*time.Minute); len(fs) != 0 {
+		for _, f := range fs {
+			t.Errorf("finding %s %s: %s", f.Object, f.RootCause.ID, f.Summary)
+		}
+	}
+	// Once the pod is overdue, the chain is reported.
+	checktest.Deleted(10*time.Minute, 1800)(c.Pods[0])
+	got := map[string]string{}
+	for _, f := range New().Run(c.Snapshot(), 5*time.Minute) {
+		got[f.Object.Name] = f.RootCause.ID
+	}
+	if got["web"] != RootCauseDependentsRemaining || got["web-6d4cf56db6"] != RootCauseDependentsRemaining {
+		t.Errorf("overdue pod: findings %v, want the Deployment and ReplicaSet dependents-remaining", got)
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
@@ -31,6 +32,8 @@ var protectionFinalizers = map[string]bool{finPVCProtection: true, finPVProtecti
 type blocker struct {
 	ref   report.ObjectRef
 	state string
+	// leaving: it is being deleted and not overdue yet, so the condition is on its way to hold.
+	leaving bool
 }
 
 func (b blocker) name() string { return refName(b.ref) }
@@ -45,8 +48,11 @@ func (a *analysis) podState(m *metav1.ObjectMeta) string {
 		return "not read in full"
 	}
 	state := string(p.Status.Phase)
-	if p.DeletionTimestamp != nil {
-		state = "Terminating for " + checks.Age(a.now, p.DeletionTimestamp.Time)
+	switch dt := p.DeletionTimestamp; {
+	case dt != nil && a.now.Before(dt.Time):
+		state = "Terminating, grace period ends in " + checks.Age(dt.Time, a.now)
+	case dt != nil:
+		state = "Terminating for " + checks.Age(a.now, dt.Time)
 	}
 	if p.Spec.NodeName == "" {
 		return state + ", not scheduled"
@@ -79,11 +85,21 @@ func objectState(m metav1.Object) string {
 }
 
 func (a *analysis) podBlocker(m *metav1.ObjectMeta) blocker {
-	return blocker{ref: checks.Ref("v1", "Pod", m), state: a.podState(m)}
+	return blocker{ref: checks.Ref("v1", "Pod", m), state: a.podState(m), leaving: a.leaving(m)}
 }
 
-func objectBlocker(o snapshot.Object) blocker {
-	return blocker{ref: checks.Ref(o.APIVersion(), o.Kind, o.Meta), state: objectState(o.Meta)}
+// objectBlocker is an object a condition waits on; one past due is still leaving when what it
+// waits on in turn is (a ReplicaSet whose pods are in their grace period).
+func (a *analysis) objectBlocker(o snapshot.Object) blocker {
+	leaving := a.leaving(o.Meta) || o.Meta.DeletionTimestamp != nil &&
+		a.progressing(subject{kind: o.Kind, group: o.Resource.Group, meta: o.Meta})
+	return blocker{ref: checks.Ref(o.APIVersion(), o.Kind, o.Meta), state: objectState(o.Meta), leaving: leaving}
+}
+
+// leaving says whether an object is being deleted and not yet overdue.
+func (a *analysis) leaving(m metav1.Object) bool {
+	_, due := a.overdue(m)
+	return m.GetDeletionTimestamp() != nil && !due
 }
 
 // blockerLines renders the blockers as evidence, the first few one a line.
@@ -116,6 +132,37 @@ func blockerList(bs []blocker) string {
 // other objects, whether that condition holds; the first one that does not is the finding. The
 // blockers are kept for the chain (see chains.go).
 func (a *analysis) heldByCondition(subj subject) (checks.Draft, bool) {
+	d, bs, ok := a.condition(subj)
+	if ok {
+		a.hold(subj, bs)
+	}
+	return d, ok
+}
+
+// progressing says whether every object the subject's built-in condition waits on is itself on
+// its way out within the threshold (a foreground deletion whose pods are in their grace period):
+// the controller is working, nothing is stuck yet.
+func (a *analysis) progressing(subj subject) bool {
+	uid := subj.meta.GetUID()
+	if done, ok := a.progress[uid]; ok {
+		return done // a chain that loops back counts as not progressing
+	}
+	if a.progress == nil {
+		a.progress = map[types.UID]bool{}
+	}
+	a.progress[uid] = false
+	_, bs, ok := a.condition(subj)
+	yes := ok
+	for _, b := range bs {
+		yes = yes && b.leaving
+	}
+	a.progress[uid] = yes
+	return yes
+}
+
+// condition evaluates the first built-in finalizer of the subject whose controller's condition
+// on other objects does not hold.
+func (a *analysis) condition(subj subject) (checks.Draft, []blocker, bool) {
 	for _, fin := range subj.meta.GetFinalizers() {
 		var (
 			d  checks.Draft
@@ -133,9 +180,8 @@ func (a *analysis) heldByCondition(subj subject) (checks.Draft, bool) {
 			d, bs, ok = a.instancesRemaining(subj)
 		}
 		if ok {
-			a.hold(subj, bs)
-			return d, true
+			return d, bs, true
 		}
 	}
-	return checks.Draft{}, false
+	return checks.Draft{}, nil, false
 }
