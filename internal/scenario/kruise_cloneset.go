@@ -83,6 +83,9 @@ func (p *leaderProcess) reconcile(ctx context.Context, key string) error {
 	if err := p.scale(ctx, w, key, updateRevision, hash, active); err != nil {
 		return err
 	}
+	if err := p.update(ctx, w, updateRevision, active, replicas); err != nil {
+		return err
+	}
 	return p.writeStatus(ctx, u, w, active, replicas, updateRevision)
 }
 
@@ -218,12 +221,13 @@ func (p *leaderProcess) event(ctx context.Context, w *kruise.Workload, typ, reas
 // writeStatus writes the status calculateStatus computes, when it changed.
 func (p *leaderProcess) writeStatus(ctx context.Context, u *unstructured.Unstructured, w *kruise.Workload, active []*corev1.Pod,
 	replicas int32, updateRevision string) error {
-	var ready, available, updated, updatedReady int64
+	var ready, available, updated, updatedReady, updatedAvailable int64
 	for _, pod := range active {
 		r := podReady(pod)
+		a := r && pod.Labels[kruise.LabelLifecycleState] == kruise.StateNormal
 		if r {
 			ready++
-			if pod.Labels[kruise.LabelLifecycleState] == kruise.StateNormal {
+			if a {
 				available++
 			}
 		}
@@ -231,6 +235,9 @@ func (p *leaderProcess) writeStatus(ctx context.Context, u *unstructured.Unstruc
 			updated++
 			if r {
 				updatedReady++
+			}
+			if a {
+				updatedAvailable++
 			}
 		}
 	}
@@ -259,6 +266,16 @@ func (p *leaderProcess) writeStatus(ctx context.Context, u *unstructured.Unstruc
 	}
 	if msg := inPlaceOnlyRefusal(w, active, updateRevision); msg != "" {
 		status["conditions"] = setFailedUpdate(status["conditions"], msg)
+	}
+	conds, requeue := progressing(w, w.ProgressDeadlineSeconds, status["conditions"], progressCounts{replicas: n, updated: updated,
+		updatedAvailable: updatedAvailable, expectedUpdated: expectedUpdated, currentRevision: current, updateRevision: updateRevision}, time.Now())
+	if requeue >= 0 {
+		p.queue.AddAfter(w.Namespace+"/"+w.Name, requeue)
+	}
+	if len(conds) > 0 {
+		status["conditions"] = conds
+	} else {
+		delete(status, "conditions")
 	}
 	if equality.Semantic.DeepEqual(runtime.DeepCopyJSONValue(old), runtime.DeepCopyJSONValue(status)) {
 		return nil

@@ -48,9 +48,12 @@ var kruiseManagerLabels = map[string]string{"control-plane": "controller-manager
 //     pods recreated on the current revision: see kruise_scale.go).
 //   - CloneSetEventHandlerOptimization (v1.4.0-v1.8.x, openkruise/kruise#2057): pod update events
 //     that change only a preNormal hook's finalizers are ignored, so the pod is not refreshed.
+//   - rollouts of ReCreate CloneSets (kruise_progress.go): old pods marked specified-delete within
+//     maxUnavailable, replaced from the update revision; with spec.progressDeadlineSeconds, the
+//     Progressing condition as v1.9.0's calculateProgressingStatus sets it, ProgressDeadlineExceeded
+//     included.
 //
-// It does not roll out template changes (the scenario only edits a paused CloneSet) and keeps no
-// ControllerRevisions or resourceVersion expectations.
+// It does not update pods in place and keeps no ControllerRevisions or resourceVersion expectations.
 type KruiseManager struct {
 	kube    kubernetes.Interface
 	dyn     dynamic.Interface

@@ -118,11 +118,16 @@ func (b *builder) settle(ctx context.Context, shop *Shop) error {
 	shop.expect("stuck-terminating", "namespace-discovery-failed", Object{"Namespace", "", LegacyNamespace}, false,
 		"shop-legacy: deleted while APIService "+legacyAPIService+" points at a Service that is gone (a person removes or repairs it)")
 
-	for _, app := range []string{"catalog", "orders", "reviews"} {
-		shop.Healthy = append(shop.Healthy, Object{"CloneSet", Namespace, app})
+	if err := b.healthy(ctx, shop, "CloneSet", "catalog", "orders", "reviews"); err != nil {
+		return err
 	}
-	shop.Healthy = append(shop.Healthy, Object{"Deployment", Namespace, "frontend"})
-	for _, app := range []string{"catalog", "orders", "reviews", "frontend"} {
+	return b.healthy(ctx, shop, "Deployment", "frontend")
+}
+
+// healthy lists the apps' workloads of the kind and their pods as objects no finding may name.
+func (b *builder) healthy(ctx context.Context, shop *Shop, kind string, apps ...string) error {
+	for _, app := range apps {
+		shop.Healthy = append(shop.Healthy, Object{kind, Namespace, app})
 		pods, err := b.pods(ctx, Namespace, "app="+app)
 		if err != nil {
 			return err
