@@ -4,6 +4,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
@@ -42,8 +43,10 @@ type Cluster struct {
 	PersistentVolumes []*corev1.PersistentVolume
 	// DeletedServices are read whole; list them in Objects too (ServiceObject).
 	DeletedServices []*corev1.Service
-	Workloads       []*kruise.Workload
-	SidecarSets     []*kruise.SidecarSet
+	// DeletedAttachments are read whole; list them in Objects too (AttachmentObject).
+	DeletedAttachments []*storagev1.VolumeAttachment
+	Workloads          []*kruise.Workload
+	SidecarSets        []*kruise.SidecarSet
 	// ServerVersion is the apiserver's /version gitVersion.
 	ServerVersion string
 	// Logs are controller pod logs by "namespace/pod".
@@ -59,7 +62,7 @@ func (c Cluster) Snapshot() *snapshot.Snapshot {
 		Objects: c.Objects, Namespaces: c.Namespaces, APIServices: c.APIServices, Clusters: c.Clusters,
 		Workloads: c.Workloads, SidecarSets: c.SidecarSets,
 		StatefulSets: c.StatefulSets, DaemonSets: c.DaemonSets, ControllerNamespaces: c.ControllerNamespaces,
-		ClusterAPILog: c.ClusterAPILog, PersistentVolumes: c.PersistentVolumes, DeletedServices: c.DeletedServices,
+		ClusterAPILog: c.ClusterAPILog, PersistentVolumes: c.PersistentVolumes, DeletedServices: c.DeletedServices, DeletedAttachments: c.DeletedAttachments,
 		Unread: map[snapshot.Input]error{}, Logs: map[string]string{}, Limits: map[snapshot.Input]string{}}
 	for in, l := range c.Limits {
 		s.Limits[in] = l

@@ -2,6 +2,7 @@ package checktest
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -59,4 +60,26 @@ func EphemeralVolume(name string) Option {
 // Phase sets the pod's phase.
 func Phase(phase corev1.PodPhase) Option {
 	return func(m metav1.Object) { pod(m).Status.Phase = phase }
+}
+
+// VolumeAttachment is a CSI driver's attachment of PV pv to node, as its external-attacher
+// leaves it: finalizer external-attacher/<driver> (dots kept), attached.
+func VolumeAttachment(name, driver, pv, node string, opts ...Option) *storagev1.VolumeAttachment {
+	va := &storagev1.VolumeAttachment{
+		TypeMeta: metav1.TypeMeta{APIVersion: "storage.k8s.io/v1", Kind: "VolumeAttachment"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-VolumeAttachment-" + name), ResourceVersion: "900",
+			Finalizers: []string{"external-attacher/" + driver}},
+		Spec: storagev1.VolumeAttachmentSpec{Attacher: driver, NodeName: node,
+			Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pv}},
+		Status: storagev1.VolumeAttachmentStatus{Attached: true},
+	}
+	apply(va, opts)
+	return va
+}
+
+// AttachmentObject is the metadata a metadata-only list returns for a VolumeAttachment.
+func AttachmentObject(va *storagev1.VolumeAttachment) snapshot.Object {
+	m := &metav1.PartialObjectMetadata{TypeMeta: va.TypeMeta, ObjectMeta: *va.ObjectMeta.DeepCopy()}
+	return snapshot.Object{Resource: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "volumeattachments"},
+		Kind: "VolumeAttachment", Meta: m}
 }

@@ -141,19 +141,20 @@ func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Inp
 		want[in] = true
 	}
 	readers := map[snapshot.Input]func(context.Context) error{
-		snapshot.InputPods:              col.readPods,
-		snapshot.InputNodes:             col.readNodes,
-		snapshot.InputNodeLeases:        col.readNodeLeases,
-		snapshot.InputEvents:            col.readEvents,
-		snapshot.InputNamespaces:        col.readNamespaces,
-		snapshot.InputAPIServices:       col.readAPIServices,
-		snapshot.InputObjects:           col.readObjects,
-		snapshot.InputKruiseWorkloads:   col.readWorkloads,
-		snapshot.InputSidecarSets:       col.readSidecarSets,
-		snapshot.InputControllers:       col.readControllers,
-		snapshot.InputClusterAPI:        col.readClusters,
-		snapshot.InputPersistentVolumes: col.readVolumes,
-		snapshot.InputDeletedServices:   col.readDeletedServices,
+		snapshot.InputPods:               col.readPods,
+		snapshot.InputNodes:              col.readNodes,
+		snapshot.InputNodeLeases:         col.readNodeLeases,
+		snapshot.InputEvents:             col.readEvents,
+		snapshot.InputNamespaces:         col.readNamespaces,
+		snapshot.InputAPIServices:        col.readAPIServices,
+		snapshot.InputObjects:            col.readObjects,
+		snapshot.InputKruiseWorkloads:    col.readWorkloads,
+		snapshot.InputSidecarSets:        col.readSidecarSets,
+		snapshot.InputControllers:        col.readControllers,
+		snapshot.InputClusterAPI:         col.readClusters,
+		snapshot.InputPersistentVolumes:  col.readVolumes,
+		snapshot.InputDeletedServices:    col.readDeletedServices,
+		snapshot.InputDeletedAttachments: col.readDeletedAttachments,
 	}
 	col.covered = coveredResources(want)
 	col.parallel(ctx, want, readers)

@@ -131,6 +131,9 @@ func coveredResources(want map[snapshot.Input]bool) map[schema.GroupResource]boo
 	if want[snapshot.InputDeletedServices] {
 		out[schema.GroupResource{Resource: "services"}] = true
 	}
+	if want[snapshot.InputDeletedAttachments] {
+		out[schema.GroupResource{Group: "storage.k8s.io", Resource: "volumeattachments"}] = true
+	}
 	return out
 }
 
@@ -176,6 +179,9 @@ func (col *collector) addCoveredObjects() {
 	}
 	for _, svc := range s.DeletedServices {
 		add(schema.GroupVersionResource{Version: "v1", Resource: "services"}, "Service", true, svc.ObjectMeta)
+	}
+	for _, va := range s.DeletedAttachments {
+		add(schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "volumeattachments"}, "VolumeAttachment", false, va.ObjectMeta)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -59,6 +60,8 @@ const (
 	InputPersistentVolumes Input = "persistent-volumes"
 	// InputDeletedServices is the Services being deleted, whole (their load balancer's state).
 	InputDeletedServices Input = "deleted-services"
+	// InputDeletedAttachments is the VolumeAttachments being deleted, whole (their detach error).
+	InputDeletedAttachments Input = "deleted-volume-attachments"
 )
 
 // ControllerLog is the part of a controller's log a scan read: the window it asked for and the
@@ -164,6 +167,8 @@ type Snapshot struct {
 	PersistentVolumes []*corev1.PersistentVolume
 	// DeletedServices are the Services in scope being deleted, whole.
 	DeletedServices []*corev1.Service
+	// DeletedAttachments are the VolumeAttachments being deleted, whole; nil in a scan of one namespace.
+	DeletedAttachments []*storagev1.VolumeAttachment
 	// Logs maps "namespace/pod" of a controller leader to the bounded text read from its log.
 	Logs map[string]string
 	// ClusterAPILog is what was read of the Cluster API controller leader's log; nil if not read.

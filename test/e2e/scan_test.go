@@ -250,6 +250,7 @@ func (n needsCheck) Info() checks.Info {
 		{Input: snapshot.InputPods}, {Input: snapshot.InputEvents}, {Input: snapshot.InputNodes},
 		{Input: snapshot.InputObjects}, {Input: snapshot.InputNamespaces}, {Input: snapshot.InputControllers, Optional: true},
 		{Input: snapshot.InputPersistentVolumes, Optional: true}, {Input: snapshot.InputDeletedServices, Optional: true},
+		{Input: snapshot.InputDeletedAttachments, Optional: true},
 	}}
 }
 
@@ -291,7 +292,8 @@ func TestCollectorReadsEachKindOncePaginated(t *testing.T) {
 					t.Errorf("%s listed %d times in one scan of %d checks, want once", path, n, nChecks)
 				}
 			}
-			if counter.lists["/api/v1/events"] != 1 || counter.lists["/api/v1/nodes"] != 1 || counter.lists["/api/v1/persistentvolumes"] != 1 || counter.lists["/api/v1/services"] != 1 {
+			if counter.lists["/api/v1/events"] != 1 || counter.lists["/api/v1/nodes"] != 1 || counter.lists["/api/v1/persistentvolumes"] != 1 || counter.lists["/api/v1/services"] != 1 ||
+				counter.lists["/apis/storage.k8s.io/v1/volumeattachments"] != 1 {
 				t.Errorf("inputs not read: %v", counter.lists)
 			}
 		})

@@ -184,6 +184,7 @@ func (a *analysis) object(o snapshot.Object) (report.Finding, bool) {
 		func() (checks.Draft, bool) { return a.readdRace(subj, owners) },
 		func() (checks.Draft, bool) { return a.heldByCondition(subj) },
 		func() (checks.Draft, bool) { return a.loadBalancerCleanup(subj) },
+		func() (checks.Draft, bool) { return a.volumeDetach(subj) },
 		func() (checks.Draft, bool) { return a.finalizerOwners(subj, owners) },
 	} {
 		if f, ok := step(); ok {

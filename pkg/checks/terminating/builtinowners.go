@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
@@ -98,4 +99,56 @@ func (a *analysis) jobTracking(p *corev1.Pod, owners *ownerCache) (checks.Draft,
 			"by hand makes the Job miscount this pod.", finJobTracking, age),
 		Evidence: append([]string{"phase " + string(p.Status.Phase) + ", owner: " + job, owners.get()[0].line()}, a.warningEvents("Pod", p, 3)...),
 	}, true
+}
+
+// volumeDetach explains a VolumeAttachment held by its CSI driver's external-attacher: the
+// attacher removes its finalizer once the volume is detached, and records why not in
+// status.detachError.
+func (a *analysis) volumeDetach(subj subject) (checks.Draft, bool) {
+	if subj.kind != "VolumeAttachment" || subj.group != "storage.k8s.io" {
+		return checks.Draft{}, false
+	}
+	var fin string
+	for _, f := range subj.meta.GetFinalizers() {
+		if strings.HasPrefix(f, "external-attacher/") {
+			fin = f
+		}
+	}
+	if fin == "" {
+		return checks.Draft{}, false
+	}
+	var va *storagev1.VolumeAttachment
+	for _, v := range a.s.DeletedAttachments {
+		if v.UID == subj.meta.GetUID() {
+			va = v
+		}
+	}
+	if va == nil {
+		return checks.Draft{}, false
+	}
+	pv := "an inline volume"
+	if va.Spec.Source.PersistentVolumeName != nil {
+		pv = "PersistentVolume " + *va.Spec.Source.PersistentVolumeName
+	}
+	node := "node " + va.Spec.NodeName
+	if n, ok := a.s.Node(va.Spec.NodeName); !ok && a.read(snapshot.InputNodes) {
+		node += " (no longer exists)"
+	} else if c := readyCondition(n); ok && c != nil {
+		node += " (Ready=" + string(c.Status) + ")"
+	}
+	age := checks.Age(a.now, subj.meta.GetDeletionTimestamp().Time)
+	ev := []string{fmt.Sprintf("attacher %s, %s on %s, status.attached %t", va.Spec.Attacher, pv, node, va.Status.Attached)}
+	d := checks.Draft{RootCause: RootCauseFinalizerOwnerNotActing}
+	if e := va.Status.DetachError; e != nil {
+		ev = append(ev, fmt.Sprintf("status.detachError (%s ago): %s", checks.Age(a.now, e.Time.Time), oneLine(e.Message, 300)))
+		d.Summary = fmt.Sprintf("%s for %s: %s cannot detach the volume: %s", subj.noun, age, va.Spec.Attacher, oneLine(e.Message, 80))
+	} else {
+		d.Summary = fmt.Sprintf("%s for %s: %s has not detached the volume and records no error", subj.noun, age, va.Spec.Attacher)
+	}
+	d.Message = fmt.Sprintf("Finalizer %s is the CSI driver %s's external-attacher: it removes it once the storage backend "+
+		"reports the volume detached from %s. Its detach error (if any) and its logs say why it has not; if the attacher "+
+		"does not run, nothing will. Removing the finalizer by hand may leave the volume attached to that node, and a "+
+		"new pod elsewhere may fail to attach it or corrupt it.", fin, va.Spec.Attacher, node)
+	d.Evidence = append(ev, a.warningEvents("VolumeAttachment", va, 3)...)
+	return d, true
 }

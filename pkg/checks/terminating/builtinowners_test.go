@@ -5,6 +5,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/checktest"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
@@ -68,4 +70,24 @@ func TestJobTrackingNamesTheJob(t *testing.T) {
 	expect(t, fs, "target", want{rootCause: RootCauseFinalizerOwnerNotActing, node: "node-a",
 		summary:  []string{"the Job controller has not released the pod (Job shop/report, Deleting)"},
 		evidence: []string{"phase Succeeded, owner: Job shop/report, Deleting"}, message: []string{"miscount"}})
+}
+
+func TestVolumeDetach(t *testing.T) {
+	world := func(va *storagev1.VolumeAttachment) checktest.Cluster {
+		c := healthy()
+		c.DeletedAttachments = []*storagev1.VolumeAttachment{va}
+		c.Objects = []snapshot.Object{checktest.AttachmentObject(va)}
+		return c
+	}
+	failing := checktest.VolumeAttachment("target", "ebs.csi.aws.com", "pv-data", "node-a", checktest.DeletedSince(20*time.Minute))
+	failing.Status.DetachError = &storagev1.VolumeError{Time: metav1.NewTime(checktest.Ago(time.Minute)),
+		Message: "rpc error: code = Internal desc = could not detach volume \"vol-0abc\" from node \"i-0123\": IncorrectState"}
+	expect(t, New().Run(world(failing).Snapshot(), 5*time.Minute), "target", want{rootCause: RootCauseFinalizerOwnerNotActing,
+		summary:  []string{"ebs.csi.aws.com cannot detach the volume"},
+		evidence: []string{"attacher ebs.csi.aws.com, PersistentVolume pv-data on node node-a (Ready=True), status.attached true", "IncorrectState"},
+		message:  []string{"external-attacher"}})
+
+	silent := checktest.VolumeAttachment("target", "ebs.csi.aws.com", "pv-data", "node-a", checktest.DeletedSince(20*time.Minute))
+	expect(t, New().Run(world(silent).Snapshot(), 5*time.Minute), "target", want{rootCause: RootCauseFinalizerOwnerNotActing,
+		summary: []string{"has not detached the volume and records no error"}})
 }

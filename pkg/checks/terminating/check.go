@@ -37,6 +37,7 @@ func New() checks.Check {
 			{Input: snapshot.InputKruiseWorkloads, Optional: true},
 			{Input: snapshot.InputPersistentVolumes, Optional: true},
 			{Input: snapshot.InputDeletedServices, Optional: true},
+			{Input: snapshot.InputDeletedAttachments, Optional: true},
 		},
 	}, documentation)}
 }
