@@ -117,7 +117,7 @@ func workloadDraft(s *snapshot.Snapshot, r *rollout, pe *podEnv) (workloadFindin
 		if !full {
 			continue
 		}
-		if v := judgePod(w, p, pe); v != nil {
+		if v := judgePod(w, p, pe); v != nil && (r.updating || !runsAlready(v.cause)) {
 			vs = append(vs, v)
 		}
 	}
@@ -149,6 +149,13 @@ func workloadDraft(s *snapshot.Snapshot, r *rollout, pe *podEnv) (workloadFindin
 	d.RootCause = cause
 	d.Summary, d.Message = words(w, cause, checks.Age(s.Now, r.since))
 	return workloadFinding{Draft: d, blocks: blocks}, true
+}
+
+// runsAlready reports whether the cause is one of a pod that was scheduled and started: once a
+// rollout has put every pod on the update revision, such a pod is the app's trouble, not a
+// rollout that stopped.
+func runsAlready(cause string) bool {
+	return cause == RootCauseCrashLooping || cause == RootCausePodsNotReady
 }
 
 // words are the summary and the message of a workload finding: what stopped and what a person

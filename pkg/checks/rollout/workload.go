@@ -36,6 +36,10 @@ type rollout struct {
 	pods []*metav1.ObjectMeta
 	// since is when the rollout last showed progress.
 	since time.Time
+	// updating is true while pods are still moving to the update revision (or the controller
+	// reported its deadline): only then do pods that run but crash or are not Ready hold a
+	// rollout, rather than trouble the app has since it finished.
+	updating bool
 }
 
 // stalledRollout returns the workload's rollout when its status says it is not done and the
@@ -57,6 +61,7 @@ func stalledRollout(s *snapshot.Snapshot, w *kruise.Workload) (*rollout, bool) {
 		r.update = w.Status.DaemonSetHash
 		r.target = w.Status.DesiredNumberScheduled - partition
 		r.updated, r.ready = w.Status.UpdatedNumberScheduled, w.Status.UpdatedNumberScheduled
+		r.updating = r.updated < r.target
 	default:
 		replicas := int32(1)
 		if w.Replicas != nil {
@@ -64,9 +69,13 @@ func stalledRollout(s *snapshot.Snapshot, w *kruise.Workload) (*rollout, bool) {
 		}
 		r.target = replicas - partition
 		r.updated, r.ready = w.Status.UpdatedReplicas, w.Status.UpdatedReadyReplicas
+		// currentRevision catches up once every pod carries the update revision, ready or not
+		// (calculateStatus, cloneset_status.go; the Advanced StatefulSet's likewise).
+		r.updating = w.Status.CurrentRevision != "" && w.Status.CurrentRevision != r.update
 	}
 	if c, ok := w.Condition(conditionProgressing); ok && c.Status == "False" && c.Reason == reasonDeadlineExceeded {
 		r.deadline = &c
+		r.updating = true
 	}
 	if r.update == "" || (r.deadline == nil && r.updated >= r.target && r.ready >= r.target) {
 		return nil, false

@@ -307,3 +307,19 @@ func TestPreparingNormalAndPreparingDelete(t *testing.T) {
 	c.Pods[0] = specified
 	none(t, run(t, c, 0))
 }
+
+// Every pod on the update revision (currentRevision caught up, calculateStatus in
+// cloneset_status.go): a pod crashing or not Ready now is the app's trouble, not a stalled
+// rollout. A pod that never got scheduled still holds a scale-up.
+func TestFinishedRolloutWithUnhealthyPod(t *testing.T) {
+	st := ct.CloneSetStatus(2, 3, 3, newRev, newRev)
+	st["updatedReadyReplicas"] = int64(2)
+	w := cloneSet(t, 3, 2, ct.Status(st))
+	crashing := clonePod(w, "web-c", newRev, 3*time.Hour, ct.Waiting("app", "CrashLoopBackOff", "", 40), notReady())
+	c := ct.Cluster{Workloads: []*kruise.Workload{w}, Pods: []*corev1.Pod{clonePod(w, "web-a", newRev, 3*time.Hour), clonePod(w, "web-b", newRev, 3*time.Hour), crashing}}
+	none(t, run(t, c, 0))
+	c.Pods[2] = clonePod(w, "web-c", newRev, time.Hour, ct.Unschedulable("0/3 nodes are available: 3 Insufficient memory.", time.Hour), notReady())
+	if f := only(t, run(t, c, -1)); f.RootCause.ID != RootCausePodsUnschedulable {
+		t.Errorf("root cause %s", f.RootCause.ID)
+	}
+}
