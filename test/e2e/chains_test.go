@@ -54,6 +54,7 @@ func TestBlockingChains(t *testing.T) {
 	}
 	t.Run("claim deleted while its pod runs", e.claimInUse)
 	t.Run("foreground deletion held by a pod on a dead node", e.foregroundOnDeadNode)
+	t.Run("claim held by its pod Terminating on a dead node", e.claimOnDeadNode)
 	t.Run("CRD held by an instance's finalizer", e.crdInstance)
 	t.Run("load balancer Service no controller acts on", e.loadBalancerNobodyActs)
 	t.Run("CloneSet pod deleted around its preDelete hook", e.kruiseHookBypassed)
@@ -133,27 +134,11 @@ func (e *teEnv) loadBalancerNobodyActs(t *testing.T) {
 func (e *teEnv) claimInUse(t *testing.T) {
 	const ns = "ch-claim"
 	e.namespace(t, ns)
-	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "ch-pv-data"}, Spec: corev1.PersistentVolumeSpec{
-		Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-		AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/ch-data"}},
-		ClaimRef:               &corev1.ObjectReference{Namespace: ns, Name: "data"},
-	}}
-	empty := ""
-	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data"}, Spec: corev1.PersistentVolumeClaimSpec{
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: &empty, VolumeName: pv.Name,
-		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-	}}
-	if _, err := e.cs.CoreV1().PersistentVolumes().Create(e.ctx, pv, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.cs.CoreV1().PersistentVolumeClaims(ns).Create(e.ctx, pvc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 60*time.Second, "claim bound", func(ctx context.Context) (bool, error) {
-		got, err := e.cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data", metav1.GetOptions{})
-		return err == nil && got.Status.Phase == corev1.ClaimBound, err
-	})
+	pv := e.boundClaim(t, ns, "data")
+	// A second claim, used by a pod on the node that dies next: see claimOnDeadNode.
+	e.boundClaim(t, ns, "logs")
+	e.podOn(t, ns, "batch-0", chDead, corev1.Volume{Name: "logs", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "logs"}}})
 	e.podOn(t, ns, "db-0", chLive, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}})
 	if err := e.cs.CoreV1().PersistentVolumeClaims(ns).Delete(e.ctx, "data", metav1.DeleteOptions{}); err != nil {
@@ -309,7 +294,67 @@ spec:
 	assertNoProtectionRemoval(t, rep)
 }
 
+// claimOnDeadNode: the claim "logs" and its pod batch-0 (made by claimInUse on kw-2, which
+// foregroundOnDeadNode killed) are deleted. The pod waits for a kubelet that is gone, the claim
+// for the pod: fixing the claim's finding force-deletes the pod, and the claim then goes.
+func (e *teEnv) claimOnDeadNode(t *testing.T) {
+	const ns = "ch-claim"
+	e.deletePod(t, ns, "batch-0")
+	if err := e.cs.CoreV1().PersistentVolumeClaims(ns).Delete(e.ctx, "logs", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var rep *report.Report
+	eventually(t, 60*time.Second, "the pod's node-not-ready finding", func(ctx context.Context) (bool, error) {
+		rep = e.scanAll(t)
+		for _, f := range rep.Findings {
+			if f.Object.Name == "batch-0" && f.RootCause.ID == "node-not-ready" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	pod := teFind(t, rep, "Pod", "batch-0")
+	claim := teFind(t, rep, "PersistentVolumeClaim", "logs")
+	assertFinding(t, claim, "protected-resource-in-use", report.SeverityWarning,
+		[]string{"used by: pod ch-claim/batch-0, Terminating for", "on node kw-2, which stopped heartbeating"}, nil)
+	assertBlockedBy(t, claim, pod.ID, "Pod/batch-0")
+	assertNoProtectionRemoval(t, rep)
+
+	e.fix(t, ns, claim.ID, 0, "applied")
+	eventually(t, 60*time.Second, "the claim gone", func(ctx context.Context) (bool, error) {
+		_, err := e.cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "logs", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), teIgnoreNotFound(err)
+	})
+}
+
 // ---- helpers ----
+
+// boundClaim creates a claim bound to a hostPath PV made for it, and waits until it is Bound.
+func (e *teEnv) boundClaim(t *testing.T, ns, name string) *corev1.PersistentVolume {
+	t.Helper()
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "ch-pv-" + name}, Spec: corev1.PersistentVolumeSpec{
+		Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+		AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/ch-" + name}},
+		ClaimRef:               &corev1.ObjectReference{Namespace: ns, Name: name},
+	}}
+	empty := ""
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: &empty, VolumeName: pv.Name,
+		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+	}}
+	if _, err := e.cs.CoreV1().PersistentVolumes().Create(e.ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.cs.CoreV1().PersistentVolumeClaims(ns).Create(e.ctx, pvc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "claim "+name+" bound", func(ctx context.Context) (bool, error) {
+		got, err := e.cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && got.Status.Phase == corev1.ClaimBound, err
+	})
+	return pv
+}
 
 func chPodSpec(node string, grace int64) corev1.PodSpec {
 	s := kwokPodSpec(grace)
