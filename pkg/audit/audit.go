@@ -58,6 +58,8 @@ type Options struct {
 	Metrics  *Metrics
 	// Reports, when set, is synced after every cycle that looked, never after a failed one.
 	Reports Publisher
+	// Leading, when set, says whether this replica may write (leader election); unset, it may.
+	Leading func() bool
 	Log     *slog.Logger
 	// Clock is the local clock (nil: time.Now).
 	Clock func() time.Time
@@ -79,6 +81,8 @@ type Cycle struct {
 	// Applied and Deleted count the reports written; PublishErr is why they could not be.
 	Applied, Deleted int
 	PublishErr       error
+	// Leader says whether this replica was allowed to write in this cycle.
+	Leader bool
 }
 
 // Failed says whether the cycle must not replace the last good outputs: the scan failed, or it
@@ -113,6 +117,8 @@ func New(opts Options) (*Auditor, error) {
 	return &Auditor{opts: opts}, nil
 }
 
+func (a *Auditor) leading() bool { return a.opts.Leading == nil || a.opts.Leading() }
+
 // Ready says whether a cycle completed: from then on the metrics describe the cluster.
 func (a *Auditor) Ready() bool { return a.ready.Load() }
 
@@ -144,7 +150,8 @@ func (a *Auditor) RunCycle(ctx context.Context) Cycle {
 	if a.opts.Requests != nil {
 		c.Requests = a.opts.Requests.Load() - before
 	}
-	if !c.Failed() && a.opts.Reports != nil {
+	c.Leader = a.leading()
+	if !c.Failed() && a.opts.Reports != nil && c.Leader {
 		c.Applied, c.Deleted, c.PublishErr = a.opts.Reports.Sync(ctx, c.Report)
 	}
 	// Metrics last: a scrape that sees the cycle counted sees its reports written too.
@@ -165,6 +172,7 @@ func (a *Auditor) log(c Cycle) {
 		slog.Duration("duration", c.Duration.Round(time.Millisecond)),
 		slog.Int64("requests", c.Requests),
 		slog.Int64("failedCycles", a.errors.Load()),
+		slog.Bool("leader", c.Leader),
 	}
 	switch {
 	case c.Err != nil:
@@ -180,7 +188,7 @@ func (a *Auditor) log(c Cycle) {
 		attrs = append(attrs, slog.Int("findings", len(c.Report.Findings)),
 			slog.Int("errors", c.Report.Summary.Error), slog.Int("warnings", c.Report.Summary.Warning),
 			slog.String("coverage", cov))
-		if a.opts.Reports != nil {
+		if a.opts.Reports != nil && c.Leader {
 			attrs = append(attrs, slog.Int("reportsApplied", c.Applied), slog.Int("reportsDeleted", c.Deleted))
 		}
 		if c.PublishErr != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -228,5 +229,43 @@ func TestRunStopsWithItsContext(t *testing.T) {
 	}
 	if err := a.Run(ctx); err != nil || calls != 3 {
 		t.Errorf("Run = %v after %d cycles, want nil after 3", err, calls)
+	}
+}
+
+// syncCounter records which reports it was asked to sync.
+type syncCounter struct{ findings []int }
+
+func (s *syncCounter) Sync(_ context.Context, r *report.Report) (int, int, error) {
+	s.findings = append(s.findings, len(r.Findings))
+	return len(r.Findings), 0, nil
+}
+
+// Only a leader that looked writes: not a standby, not a failed cycle.
+func TestReportsWrittenOnlyByALeaderAfterAGoodCycle(t *testing.T) {
+	stuck := finding("shop", "Pod", "web-1", "stuck-terminating", "finalizer-owner-missing", report.SeverityError, time.Minute, nil)
+	s := &scripted{
+		reports: []*report.Report{newReport(looked, stuck), newReport(looked, stuck), nil, newReport(looked)},
+		errs:    []error{nil, nil, errors.New("connection refused"), nil},
+	}
+	pub := &syncCounter{}
+	leader := false
+	var logs bytes.Buffer
+	a, err := New(Options{Scan: s.scan, Interval: time.Minute, Metrics: NewMetrics(), Reports: pub,
+		Leading: func() bool { return leader }, Log: slog.New(slog.NewJSONHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.RunCycle(t.Context()) // standby
+	leader = true
+	a.RunCycle(t.Context()) // leader, one finding
+	a.RunCycle(t.Context()) // leader, failed
+	a.RunCycle(t.Context()) // leader, resolved
+	if fmt.Sprint(pub.findings) != "[1 0]" {
+		t.Errorf("syncs with %v findings, want [1 0] (the leader's good cycles only)", pub.findings)
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if !strings.Contains(lines[0], `"leader":false`) || strings.Contains(lines[0], "reportsApplied") ||
+		!strings.Contains(lines[1], `"leader":true`) || !strings.Contains(lines[1], `"reportsApplied":1`) {
+		t.Errorf("log lines:\n%s", logs.String())
 	}
 }

@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/audit"
@@ -35,6 +37,9 @@ type AuditOptions struct {
 	MetricsBindAddress string
 	HealthBindAddress  string
 	Reports            string
+	LeaderElect        bool
+	LeaderNamespace    string
+	LeaseDuration      time.Duration
 
 	opts scan.Options
 }
@@ -57,6 +62,12 @@ ClusterReport or wgpolicyk8s.io/v1alpha2 PolicyReport and ClusterPolicyReport, w
 apply under the field manager workloaddoctor; a report whose findings are gone is deleted. Each
 finding is one result: policy the check, rule the root cause, fail/high for errors, warn/medium
 for warnings, warn/low for info. Report CRDs for clusters without them: deploy/crds/.
+
+With --leader-elect replicas campaign for the Lease workloaddoctor in
+--leader-election-namespace; only the holder writes reports (workloaddoctor_leader 1), every
+replica scans and serves its own metrics. A replica that loses the Lease (cut off from the
+apiserver longer than the lease) stops writing, keeps running and campaigns again; one stopped
+with SIGTERM releases the Lease so that a standby takes over at once.
 
 A cycle that fails (the apiserver unreachable, an input checks detect from unreadable after the
 retries, no check able to run) keeps the findings of the last good cycle, counts
@@ -87,6 +98,9 @@ scan could not run or could not look, 2 findings at or above --fail-on.`,
 	cmd.Flags().StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "Address /metrics is served on (port 0 picks a free one; the log says which).")
 	cmd.Flags().StringVar(&o.HealthBindAddress, "health-probe-bind-address", ":8081", "Address /healthz and /readyz are served on.")
 	cmd.Flags().StringVar(&o.Reports, "reports", "auto", "Policy reports to write: "+strings.Join(audit.ReportModes, "|")+"; auto picks openreports.io/v1alpha1, else wgpolicyk8s.io/v1alpha2, else none.")
+	cmd.Flags().BoolVar(&o.LeaderElect, "leader-elect", false, "Campaign for a Lease; only the replica holding it writes reports (every replica serves metrics).")
+	cmd.Flags().StringVar(&o.LeaderNamespace, "leader-election-namespace", "", "Namespace of the Lease (default: the kubeconfig's namespace, in a pod its own).")
+	cmd.Flags().DurationVar(&o.LeaseDuration, "leader-election-lease-duration", 15*time.Second, "How long a leader that stopped renewing keeps the Lease; a standby takes over after it.")
 	registerCompletions(cmd, reg)
 	return cmd
 }
@@ -102,11 +116,21 @@ func (o *AuditOptions) Complete() error {
 	if !contains(audit.ReportModes, o.Reports) {
 		return fmt.Errorf("invalid --reports %q: want one of %s", o.Reports, strings.Join(audit.ReportModes, ", "))
 	}
+	if o.LeaderElect && o.Once {
+		return fmt.Errorf("--leader-elect is for the loop; --once runs one cycle and writes")
+	}
 	opts, err := o.scanFlags.options(o.config, o.reg)
 	if err != nil {
 		return err
 	}
 	o.opts = opts
+	if o.LeaderElect && o.LeaderNamespace == "" {
+		ns, _, err := o.config.ToRawKubeConfigLoader().Namespace()
+		if err != nil {
+			return fmt.Errorf("read kubeconfig: %w", err)
+		}
+		o.LeaderNamespace = ns
+	}
 	return nil
 }
 
@@ -130,8 +154,19 @@ func (o *AuditOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
-	a, err := audit.New(audit.Options{Scan: scanner, Interval: o.Interval, Requests: requests,
-		Metrics: audit.NewMetrics(), Reports: reports, Log: log, Clock: o.opts.Clock})
+	metrics := audit.NewMetrics()
+	aopts := audit.Options{Scan: scanner, Interval: o.Interval, Requests: requests,
+		Metrics: metrics, Reports: reports, Log: log, Clock: o.opts.Clock}
+	var election *audit.Election
+	if o.LeaderElect {
+		if election, err = o.election(cfg, log, metrics.SetLeader); err != nil {
+			return &ExitError{Code: ExitFailure, Err: err}
+		}
+		aopts.Leading = election.Leading
+	} else {
+		metrics.SetLeader(true)
+	}
+	a, err := audit.New(aopts)
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
@@ -143,7 +178,20 @@ func (o *AuditOptions) Run(ctx context.Context) error {
 		sev, _ := failOnSeverity(o.FailOn)
 		return scanExit(c.Report, sev, "the log line above")
 	}
-	return o.serve(ctx, a, log)
+	return o.serve(ctx, a, election, log)
+}
+
+// election returns the Lease campaign of this replica, named after its host (the pod).
+func (o *AuditOptions) election(cfg *rest.Config, log *slog.Logger, onChange func(bool)) (*audit.Election, error) {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create client: %w", err)
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return nil, fmt.Errorf("leader election identity: %w", err)
+	}
+	return audit.NewElection(kube, o.LeaderNamespace, host+"_"+string(uuid.NewUUID()), o.LeaseDuration, log, onChange)
 }
 
 // reportWriter returns the policy report writer, or nil with --reports none.
@@ -163,7 +211,7 @@ func (o *AuditOptions) reportWriter(cfg *rest.Config, log *slog.Logger) (audit.P
 }
 
 // serve starts the metrics and probe servers and runs the loop until ctx ends.
-func (o *AuditOptions) serve(ctx context.Context, a *audit.Auditor, log *slog.Logger) error {
+func (o *AuditOptions) serve(ctx context.Context, a *audit.Auditor, election *audit.Election, log *slog.Logger) error {
 	metricsH, probesH := a.Handlers()
 	ms, err := audit.Serve(o.MetricsBindAddress, metricsH)
 	if err != nil {
@@ -176,7 +224,15 @@ func (o *AuditOptions) serve(ctx context.Context, a *audit.Auditor, log *slog.Lo
 	}
 	log.Info("serving", slog.String("metrics", ms.Addr()), slog.String("probes", ps.Addr()),
 		slog.Duration("interval", o.Interval))
+	elected := make(chan error, 1)
+	if election != nil {
+		go func() { elected <- election.Run(ctx) }()
+	} else {
+		elected <- nil
+	}
 	runErr := a.Run(ctx)
+	// The election releases the Lease as it stops, so that a standby takes over at once.
+	runErr = errors.Join(runErr, <-elected)
 	// ctx is done: give scrapes in flight a moment, on a context of their own.
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

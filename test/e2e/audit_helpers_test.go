@@ -34,6 +34,7 @@ type auditProc struct {
 	metrics string // http://host:port
 	probes  string
 	exited  chan error
+	killed  bool
 }
 
 // startAudit runs audit with kubeconfig, its servers on free loopback ports, and stops it with
@@ -91,7 +92,7 @@ func (p *auditProc) log() []string {
 // stop sends SIGTERM and requires a clean exit; a process already stopped is left alone.
 func (p *auditProc) stop(t *testing.T) {
 	t.Helper()
-	if p.cmd.ProcessState != nil {
+	if p.killed {
 		return
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
@@ -105,6 +106,19 @@ func (p *auditProc) stop(t *testing.T) {
 		t.Errorf("audit ignored SIGTERM")
 	}
 }
+
+// kill SIGKILLs the process, as a node dying would: nothing is released.
+func (p *auditProc) kill(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatalf("kill audit: %v", err)
+	}
+	<-p.exited
+	p.killed = true
+}
+
+// leader reads workloaddoctor_leader.
+func (s scrape) leader() bool { return strings.Contains(string(s), "\nworkloaddoctor_leader 1\n") }
 
 func httpGet(ctx context.Context, url string) (int, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
