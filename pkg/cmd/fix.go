@@ -61,8 +61,9 @@ func newFixCommand(config *genericclioptions.ConfigFlags, streams genericiooptio
 		Long: `Applies the fix actions that findings propose. The findings come from a fresh scan (same flags
 as scan) or from a saved report (--from-report, the output of scan -o json). Select findings by ID,
 by --check, or take every finding that carries a fix; each finding's first action is the default
-and --action picks another. A finding that waits on a chain of stuck objects (blockedBy) has no fix
-of its own: naming it applies the fix of the chain's root, with the root's checks.
+and --action picks another. A finding that waits on stuck objects (blockedBy) has no fix of its
+own: naming it applies the fixes of the findings it waits on that carry one (a chain's root), each
+with its own checks.
 
 fix prints the plan (each action, the object, what changes and its risk) and asks for
 confirmation on a terminal; without a terminal it refuses unless --yes is given. Then, for each

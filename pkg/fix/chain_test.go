@@ -30,6 +30,15 @@ func TestPlanFindingAboveARootAppliesTheRootsFix(t *testing.T) {
 			t.Errorf("%v: refused %v", ids, refused)
 		}
 	}
+	// A rollout waiting on two stuck pods side by side: both are fixed.
+	other := finding("wd-pod2", "stuck-terminating", "node-not-ready", pod("shop", "web-1", "up2", "11"), forceFix)
+	rollout := finding("wd-roll", "rollout-stalled", "blocked-by-stuck-pod",
+		report.ObjectRef{APIVersion: "apps.kruise.io/v1alpha1", Kind: "CloneSet", Namespace: "shop", Name: "web", UID: "ucs"})
+	rollout.BlockedBy = []report.BlockRef{{Kind: "Pod", Name: "web-0", FindingID: "wd-pod"}, {Kind: "Pod", Name: "web-1", FindingID: "wd-pod2"}}
+	steps, refused := Plan(NewCatalog(), append(all, other, rollout), Selection{IDs: []string{"wd-roll"}})
+	if got, want := stepSummary(steps), []string{"force-delete shop/pod/web-0  wd-pod", "force-delete shop/pod/web-1  wd-pod2"}; !reflect.DeepEqual(got, want) || len(refused) != 0 {
+		t.Errorf("side by side: steps %v refused %v, want %v", got, refused, want)
+	}
 	// A root no longer among the findings: the finding is refused as offering no fix.
 	if steps, refused := Plan(NewCatalog(), all, Selection{IDs: []string{"wd-gone"}}); len(steps) != 0 || len(refused) != 1 {
 		t.Errorf("chain whose root is gone: steps %v refused %v", stepSummary(steps), refused)

@@ -77,21 +77,24 @@ func Plan(cat *Catalog, findings []report.Finding, sel Selection) ([]*Step, []Re
 	return steps, refused
 }
 
-// rootsOfChains names, for each named finding that waits on a chain of stuck objects and offers
-// no fix of its own, the root of its chain instead (blockedBy's last entry), so that fixing it
-// applies the root's fix with the root's guards. It returns the findings so redirected.
+// rootsOfChains names, for each named finding that waits on stuck objects (blockedBy) and offers
+// no fix of its own, the findings of those objects that carry fixes instead: the root of a chain
+// (the findings above it carry none), or each of several objects waited on side by side. Fixing
+// the finding so applies their fixes with their own guards. It returns the findings so redirected.
 func rootsOfChains(findings []report.Finding, named map[string]bool) map[string]bool {
-	present := map[string]bool{}
+	fixable := map[string]bool{}
 	for _, f := range findings {
-		present[f.ID] = true
+		fixable[f.ID] = len(f.Fixes) > 0
 	}
 	via := map[string]bool{}
 	for _, f := range findings {
-		if !named[f.ID] || len(f.Fixes) > 0 || len(f.BlockedBy) == 0 {
+		if !named[f.ID] || len(f.Fixes) > 0 {
 			continue
 		}
-		if root := f.BlockedBy[len(f.BlockedBy)-1].FindingID; root != "" && present[root] {
-			named[root], via[f.ID] = true, true
+		for _, b := range f.BlockedBy {
+			if fixable[b.FindingID] {
+				named[b.FindingID], via[f.ID] = true, true
+			}
 		}
 	}
 	return via
