@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fix"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/scan"
 )
@@ -58,6 +59,8 @@ type Options struct {
 	Metrics  *Metrics
 	// Reports, when set, is synced after every cycle that looked, never after a failed one.
 	Reports Publisher
+	// Fixer, when set, applies fixes after a good cycle, on the leader only.
+	Fixer Fixer
 	// Leading, when set, says whether this replica may write (leader election); unset, it may.
 	Leading func() bool
 	Log     *slog.Logger
@@ -83,6 +86,8 @@ type Cycle struct {
 	PublishErr       error
 	// Leader says whether this replica was allowed to write in this cycle.
 	Leader bool
+	// FixesApplied counts the fixes applied in this cycle.
+	FixesApplied int
 }
 
 // Failed says whether the cycle must not replace the last good outputs: the scan failed, or it
@@ -154,6 +159,13 @@ func (a *Auditor) RunCycle(ctx context.Context) Cycle {
 	if !c.Failed() && a.opts.Reports != nil && c.Leader {
 		c.Applied, c.Deleted, c.PublishErr = a.opts.Reports.Sync(ctx, c.Report)
 	}
+	if !c.Failed() && a.opts.Fixer != nil && c.Leader {
+		for _, r := range a.opts.Fixer.Fix(ctx, c.Report) {
+			if r.Status == fix.StatusApplied {
+				c.FixesApplied++
+			}
+		}
+	}
 	// Metrics last: a scrape that sees the cycle counted sees its reports written too.
 	a.opts.Metrics.observe(c)
 	if c.Failed() {
@@ -190,6 +202,9 @@ func (a *Auditor) log(c Cycle) {
 			slog.String("coverage", cov))
 		if a.opts.Reports != nil && c.Leader {
 			attrs = append(attrs, slog.Int("reportsApplied", c.Applied), slog.Int("reportsDeleted", c.Deleted))
+		}
+		if a.opts.Fixer != nil && c.Leader {
+			attrs = append(attrs, slog.Int("fixesApplied", c.FixesApplied))
 		}
 		if c.PublishErr != nil {
 			a.opts.Log.Error("scan; reports not all written", append(attrs, slog.String("error", c.PublishErr.Error()))...)

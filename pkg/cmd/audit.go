@@ -22,6 +22,7 @@ import (
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/audit"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fix"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/scan"
 )
 
@@ -40,6 +41,8 @@ type AuditOptions struct {
 	LeaderElect        bool
 	LeaderNamespace    string
 	LeaseDuration      time.Duration
+	AutoFix            []string
+	MaxFixes           int
 
 	opts scan.Options
 }
@@ -68,6 +71,12 @@ With --leader-elect replicas campaign for the Lease workloaddoctor in
 replica scans and serves its own metrics. A replica that loses the Lease (cut off from the
 apiserver longer than the lease) stops writing, keeps running and campaigns again; one stopped
 with SIGTERM releases the Lease so that a standby takes over at once.
+
+--auto-fix ROOT_CAUSE,... lets the writing replica apply, after a good cycle, the default fix of
+the findings with those root causes, through the same engine as fix (re-read and re-check right
+before the write, preconditions, verification, the WorkloadDoctorFix Event): at most
+--max-fixes-per-cycle actions per cycle, one wave per workload, never an action of risk high.
+Each result is counted in workloaddoctor_fixes_total{action,result} and logged.
 
 A cycle that fails (the apiserver unreachable, an input checks detect from unreadable after the
 retries, no check able to run) keeps the findings of the last good cycle, counts
@@ -101,6 +110,8 @@ scan could not run or could not look, 2 findings at or above --fail-on.`,
 	cmd.Flags().BoolVar(&o.LeaderElect, "leader-elect", false, "Campaign for a Lease; only the replica holding it writes reports (every replica serves metrics).")
 	cmd.Flags().StringVar(&o.LeaderNamespace, "leader-election-namespace", "", "Namespace of the Lease (default: the kubeconfig's namespace, in a pod its own).")
 	cmd.Flags().DurationVar(&o.LeaseDuration, "leader-election-lease-duration", 15*time.Second, "How long a leader that stopped renewing keeps the Lease; a standby takes over after it.")
+	cmd.Flags().StringSliceVar(&o.AutoFix, "auto-fix", nil, "Root causes whose default fix the auditor applies on its own (comma-separated IDs; see `kubectl workloaddoctor checks`); never a high-risk action.")
+	cmd.Flags().IntVar(&o.MaxFixes, "max-fixes-per-cycle", 5, "With --auto-fix: at most this many fix actions per cycle; the rest wait for the next.")
 	registerCompletions(cmd, reg)
 	return cmd
 }
@@ -115,6 +126,9 @@ func (o *AuditOptions) Complete() error {
 	}
 	if !contains(audit.ReportModes, o.Reports) {
 		return fmt.Errorf("invalid --reports %q: want one of %s", o.Reports, strings.Join(audit.ReportModes, ", "))
+	}
+	if err := o.validateAutoFix(); err != nil {
+		return err
 	}
 	if o.LeaderElect && o.Once {
 		return fmt.Errorf("--leader-elect is for the loop; --once runs one cycle and writes")
@@ -157,6 +171,11 @@ func (o *AuditOptions) Run(ctx context.Context) error {
 	metrics := audit.NewMetrics()
 	aopts := audit.Options{Scan: scanner, Interval: o.Interval, Requests: requests,
 		Metrics: metrics, Reports: reports, Log: log, Clock: o.opts.Clock}
+	if len(o.AutoFix) > 0 {
+		if aopts.Fixer, err = o.autoFixer(cfg, metrics, log); err != nil {
+			return &ExitError{Code: ExitFailure, Err: err}
+		}
+	}
 	var election *audit.Election
 	if o.LeaderElect {
 		if election, err = o.election(cfg, log, metrics.SetLeader); err != nil {
@@ -179,6 +198,39 @@ func (o *AuditOptions) Run(ctx context.Context) error {
 		return scanExit(c.Report, sev, "the log line above")
 	}
 	return o.serve(ctx, a, election, log)
+}
+
+// validateAutoFix checks --auto-fix names root causes of the registered checks.
+func (o *AuditOptions) validateAutoFix() error {
+	if o.MaxFixes < 1 {
+		return fmt.Errorf("invalid --max-fixes-per-cycle %d: want 1 or more", o.MaxFixes)
+	}
+	known := map[string]bool{}
+	for _, c := range o.reg.All() {
+		for _, rc := range c.Info().RootCauses {
+			known[rc.ID] = true
+		}
+	}
+	for _, id := range o.AutoFix {
+		if !known[id] {
+			return fmt.Errorf("invalid --auto-fix %q: not a root cause of any check (see `kubectl workloaddoctor checks`)", id)
+		}
+	}
+	return nil
+}
+
+// autoFixer returns the fixer of the --auto-fix root causes, through fix's engine.
+func (o *AuditOptions) autoFixer(cfg *rest.Config, metrics *audit.Metrics, log *slog.Logger) (*audit.AutoFixer, error) {
+	clients, err := fix.NewClients(cfg)
+	if err != nil {
+		return nil, err
+	}
+	named := map[string]bool{}
+	for _, id := range o.AutoFix {
+		named[id] = true
+	}
+	return &audit.AutoFixer{RootCauses: named, Max: o.MaxFixes, Clients: clients, Registry: o.reg,
+		Catalog: fix.NewCatalog(), Settings: o.opts.Settings, Metrics: metrics, Log: log}, nil
 }
 
 // election returns the Lease campaign of this replica, named after its host (the pod).

@@ -17,10 +17,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/audit"
@@ -239,4 +242,26 @@ func reportResults(u *unstructured.Unstructured) []string {
 		out = append(out, fmt.Sprintf("%v %v %v %s", m["policy"], m["rule"], m["result"], name))
 	}
 	return out
+}
+
+// heldConfigMap leaves ConfigMap ns/held Terminating, held by a finalizer whose owner (field
+// manager widget-operator) is nowhere: a stuck-terminating finding with --min-age 0s.
+func heldConfigMap(t *testing.T, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns, Finalizers: []string{"example.com/protect"}}}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{FieldManager: "widget-operator"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().ConfigMaps(ns).Delete(t.Context(), "held", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// releaseConfigMap removes the finalizer, as its owner would: the ConfigMap goes away.
+func releaseConfigMap(t *testing.T, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	patch := []byte(`{"metadata":{"finalizers":null}}`)
+	if _, err := cs.CoreV1().ConfigMaps(ns).Patch(t.Context(), "held", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }

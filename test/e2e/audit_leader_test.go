@@ -8,10 +8,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/audit"
 )
@@ -64,19 +60,13 @@ func TestAuditLeaderElection(t *testing.T) {
 	installReportCRDs(t, c)
 	createNamespace(t, c, ns)
 	createNamespace(t, c, "le-system")
-	cs, ctx := c.Clientset(), t.Context()
+	cs := c.Clientset()
 
 	a := startReplica(t, c, "a")
 	a.waitLeader(t, true)
 	b := startReplica(t, c, "b")
 
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns, Finalizers: []string{"example.com/protect"}}}
-	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{FieldManager: "widget-operator"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := cs.CoreV1().ConfigMaps(ns).Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	heldConfigMap(t, cs, ns)
 	hasFinding := func(s scrape) bool { return len(s.series("workloaddoctor_findings", `namespace="le"`)) == 1 }
 	a.p.withinCycles(t, 2, "success", "a's finding", hasFinding)
 	b.p.withinCycles(t, 2, "success", "b's finding (the standby scans too)", hasFinding)
@@ -96,10 +86,7 @@ func TestAuditLeaderElection(t *testing.T) {
 	// The leader dies without releasing the Lease: b takes over within the lease and writes.
 	a.p.kill(t)
 	b.waitLeader(t, true)
-	patch := []byte(`{"metadata":{"finalizers":null}}`)
-	if _, err := cs.CoreV1().ConfigMaps(ns).Patch(ctx, "held", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	releaseConfigMap(t, cs, ns)
 	b.p.withinCycles(t, 2, "success", "b to delete the resolved report", func(scrape) bool {
 		return auditReport(t, c, audit.OpenReports, ns) == nil
 	})

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -58,13 +57,7 @@ func TestAuditMetricsAndReports(t *testing.T) {
 	}
 
 	// An object held by a finalizer whose owner never acts, the way an operator that is gone leaves it.
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns, Finalizers: []string{"example.com/protect"}}}
-	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{FieldManager: "widget-operator"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := cs.CoreV1().ConfigMaps(ns).Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	heldConfigMap(t, cs, ns)
 	labels := []string{`check="stuck-terminating"`, `namespace="au"`, `kind="ConfigMap"`}
 	s = p.withinCycles(t, 2, "success", "the stuck ConfigMap in the metrics", func(s scrape) bool {
 		return len(s.series("workloaddoctor_findings", labels...)) == 1
@@ -123,10 +116,7 @@ func TestAuditMetricsAndReports(t *testing.T) {
 	proxy.Set()
 
 	// Resolved: the owner removes its finalizer; the next cycle after that drops the series.
-	patch := []byte(`{"metadata":{"finalizers":null}}`)
-	if _, err := cs.CoreV1().ConfigMaps(ns).Patch(ctx, "held", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	releaseConfigMap(t, cs, ns)
 	p.withinCycles(t, 2, "success", "the resolved finding gone from the metrics and the reports", func(s scrape) bool {
 		return len(s.series("workloaddoctor_findings")) == 0 && len(s.series("workloaddoctor_finding_age_seconds")) == 0 &&
 			auditReport(t, c, audit.OpenReports, ns) == nil
@@ -169,13 +159,7 @@ func TestAuditOnce(t *testing.T) {
 	}
 	installReportCRDs(t, c)
 	cs := c.Clientset()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: "ao", Finalizers: []string{"example.com/protect"}}}
-	if _, err := cs.CoreV1().ConfigMaps("ao").Create(t.Context(), cm, metav1.CreateOptions{FieldManager: "widget-operator"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := cs.CoreV1().ConfigMaps("ao").Delete(t.Context(), "held", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	heldConfigMap(t, cs, "ao")
 	if _, stderr, code := runPlugin(t, c.Kubeconfig, append(args, "--reports", "policyreport")...); code != 2 || !strings.Contains(stderr, `"findings":1`) {
 		t.Fatalf("stuck ConfigMap: exit %d, want 2\n%s", code, stderr)
 	}

@@ -14,7 +14,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
@@ -71,22 +70,7 @@ func (e *teEnv) finalizerOwnerMissingEvidence(t *testing.T) {
 	e.namespace(t, ns)
 	e.namespace(t, "capi-system")
 	dyn := e.c.Dynamic().Resource(teMachines).Namespace(ns)
-	m := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Machine",
-		"metadata": map[string]any{"name": "orphan-md-0", "namespace": ns, "labels": map[string]any{"cluster.x-k8s.io/cluster-name": "gone"}},
-		"spec":     map[string]any{"clusterName": "gone", "bootstrap": map[string]any{"dataSecretName": "orphan-md-0-bootstrap"}},
-	}}
-	if _, err := dyn.Create(e.ctx, m, metav1.CreateOptions{FieldManager: "clusterctl"}); err != nil {
-		t.Fatal(err)
-	}
-	// The machine controller adds its finalizer as the binary "manager".
-	if _, err := dyn.Patch(e.ctx, m.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":["machine.cluster.x-k8s.io"]}}`),
-		metav1.PatchOptions{FieldManager: "manager"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := dyn.Delete(e.ctx, m.GetName(), metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	m := orphanMachine(t, e.c, ns, "orphan-md-0")
 
 	// carol may read only this namespace and capi-system: the cluster-wide workload lists are
 	// refused, so she sees no owner-missing verdict, and coverage says where was searched.
