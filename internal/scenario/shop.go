@@ -130,6 +130,7 @@ func Build(ctx context.Context, env Env) (*Shop, error) {
 		{"the on-call retires a wishlist pod by name", b.retire},
 		{"the legacy app is uninstalled, leaving its APIService", b.legacy},
 		{"four CloneSets get a new template; one asks for a node pool nobody has, two are held back", b.rollouts},
+		{"the order archive's claim is deleted while the archiver still runs", b.storage},
 		{"waiting for the cluster to settle into the broken states", b.settle},
 	}
 	for i, s := range steps {
