@@ -124,6 +124,7 @@ func Build(ctx context.Context, env Env) (*Shop, error) {
 		{"kruise-manager " + kruiseVersion, b.kruiseManager},
 		{"the shop's workloads", b.workloads},
 		{"hook controllers act on new pods", b.hooks},
+		{"the search indexer starts on the edge node", b.indexer},
 		{"the spot node is reclaimed and the edge node's kubelet dies", b.nodes},
 		{"kruise-manager loses a pod event of CloneSet checkout", b.lostEvent},
 		{"someone deletes pods and edits a template", b.operations},
@@ -131,6 +132,7 @@ func Build(ctx context.Context, env Env) (*Shop, error) {
 		{"the legacy app is uninstalled, leaving its APIService", b.legacy},
 		{"four CloneSets get a new template; one asks for a node pool nobody has, two are held back", b.rollouts},
 		{"the order archive's claim is deleted while the archiver still runs", b.storage},
+		{"the indexer is deleted with --cascade=foreground after its node died", b.retireIndexer},
 		{"waiting for the cluster to settle into the broken states", b.settle},
 	}
 	for i, s := range steps {
