@@ -30,14 +30,26 @@ func kustomize(t *testing.T, c *testcluster.Cluster, dir string) string {
 // applyYAML applies manifests server-side (dryRun: with --dry-run=server) as the admin.
 func applyYAML(t *testing.T, c *testcluster.Cluster, manifests string, dryRun bool) {
 	t.Helper()
+	args := []string{}
+	if dryRun {
+		args = append(args, "--dry-run=server")
+	}
+	kubectlApply(t, c, manifests, args...)
+}
+
+// applyYAMLIn dry-runs manifests into namespace, as Helm installs a release there.
+func applyYAMLIn(t *testing.T, c *testcluster.Cluster, manifests, namespace string) {
+	t.Helper()
+	kubectlApply(t, c, manifests, "--dry-run=server", "-n", namespace)
+}
+
+func kubectlApply(t *testing.T, c *testcluster.Cluster, manifests string, extra ...string) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "manifests.yaml")
 	if err := os.WriteFile(path, []byte(manifests), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"apply", "--server-side", "--field-manager=e2e", "-f", path}
-	if dryRun {
-		args = append(args, "--dry-run=server")
-	}
+	args := append([]string{"apply", "--server-side", "--field-manager=e2e", "-f", path}, extra...)
 	if out, errOut, code := runKubectl(t, c.Kubeconfig, args...); code != 0 {
 		t.Fatalf("kubectl %s: exit %d\n%s\n%s", strings.Join(args, " "), code, out, errOut)
 	}
@@ -181,5 +193,51 @@ func TestDockerfileBinary(t *testing.T) {
 	}
 	if out, _, code := run(t, "", path, "version", "--client"); code != 0 || !strings.Contains(out, "Plugin Version") {
 		t.Errorf("the image's binary does not run: exit %d\n%s", code, out)
+	}
+}
+
+// serviceMonitorCRD stands in for the Prometheus Operator's CRD, enough for the apiserver to
+// accept a ServiceMonitor in a dry run.
+const serviceMonitorCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: servicemonitors.monitoring.coreos.com
+spec:
+  group: monitoring.coreos.com
+  names: {kind: ServiceMonitor, listKind: ServiceMonitorList, plural: servicemonitors, singular: servicemonitor}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+`
+
+// TestHelmChartDryRun: the chart's renderings (make test-chart writes them to bin/chart with the
+// Helm library) are accepted by the apiserver, with and without auto-fix and the ServiceMonitor.
+func TestHelmChartDryRun(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(repoRoot(t), "bin", "chart")
+	renderings, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil || len(renderings) < 2 {
+		t.Fatalf("chart renderings missing in %s: run `make test-chart` first (%v)", dir, err)
+	}
+	c := testcluster.Start(t, testcluster.Options{})
+	crd := filepath.Join(t.TempDir(), "servicemonitors.yaml")
+	if err := os.WriteFile(crd, []byte(serviceMonitorCRD), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.InstallCRDs(t, crd)
+	createNamespace(t, c, "workloaddoctor")
+	for _, r := range renderings {
+		raw, err := os.ReadFile(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Helm installs into the release namespace; kubectl needs it written on namespaced objects.
+		applyYAMLIn(t, c, string(raw), "workloaddoctor")
 	}
 }
