@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -117,14 +118,21 @@ func (w *ReportWriter) Sync(ctx context.Context, r *report.Report) (applied, del
 		return 0, 0, err
 	}
 	want := BuildReports(r, *api)
+	var errs []error
 	for _, ns := range slices.Sorted(maps.Keys(want)) {
-		if err := w.apply(ctx, *api, want[ns]); err != nil {
-			return applied, deleted, err
+		err := w.apply(ctx, *api, want[ns])
+		switch {
+		case err == nil:
+			applied++
+		case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+			// A namespace being deleted takes no new report; its stuck content is what this
+			// tool reports most, so the other namespaces must not wait on it.
+		default:
+			errs = append(errs, err)
 		}
-		applied++
 	}
 	deleted, err = w.prune(ctx, *api, want)
-	return applied, deleted, err
+	return applied, deleted, errors.Join(append(errs, err)...)
 }
 
 func (w *ReportWriter) apply(ctx context.Context, api ReportAPI, obj interface{ GetNamespace() string }) error {

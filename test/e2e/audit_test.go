@@ -173,6 +173,23 @@ func TestAuditOnce(t *testing.T) {
 	if _, stderr, code := runPlugin(t, c.Kubeconfig, append(args[:len(args)-1], "error")...); code != 0 {
 		t.Fatalf("a warning with --fail-on error: exit %d, want 0\n%s", code, stderr)
 	}
+	// A namespace being deleted, held by its stuck content, takes no report; the others still get theirs.
+	createNamespace(t, c, "ao-gone")
+	heldConfigMap(t, cs, "ao-gone")
+	if err := cs.CoreV1().Namespaces().Delete(t.Context(), "ao-gone", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runPlugin(t, c.Kubeconfig, "audit", "-A", "--checks", teCheck, "--min-age", "0s", "--once", "--fail-on", "never", "--reports", "openreports")
+	if code != 0 || !strings.Contains(stderr, `"msg":"scan"`) || strings.Contains(stderr, "not all written") {
+		t.Fatalf("-A with a Terminating namespace: exit %d\n%s", code, stderr)
+	}
+	if auditReport(t, c, audit.OpenReports, "ao") == nil || auditReport(t, c, audit.OpenReports, "ao-gone") != nil {
+		t.Errorf("reports: want one in ao and none in the Terminating ao-gone")
+	}
+	if cr := auditReport(t, c, audit.OpenReports, ""); cr == nil || !strings.Contains(strings.Join(reportResults(cr), ";"), " ao-gone") {
+		t.Errorf("ClusterReport for the Terminating namespace: %v\n%s", cr, stderr)
+	}
+
 	// The apiserver unreachable: the cycle fails, exit 1, whatever it found before.
 	proxy := c.StartFaultProxy(t, "ao")
 	proxy.Set(&testcluster.FaultRule{Path: regexp.MustCompile(`.`), Fault: testcluster.Reset})
