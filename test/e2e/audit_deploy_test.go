@@ -196,26 +196,6 @@ func TestDockerfileBinary(t *testing.T) {
 	}
 }
 
-// serviceMonitorCRD stands in for the Prometheus Operator's CRD, enough for the apiserver to
-// accept a ServiceMonitor in a dry run.
-const serviceMonitorCRD = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: servicemonitors.monitoring.coreos.com
-spec:
-  group: monitoring.coreos.com
-  names: {kind: ServiceMonitor, listKind: ServiceMonitorList, plural: servicemonitors, singular: servicemonitor}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        x-kubernetes-preserve-unknown-fields: true
-`
-
 // TestHelmChartDryRun: the chart's renderings (make test-chart writes them to bin/chart with the
 // Helm library) are accepted by the apiserver, with and without auto-fix and the ServiceMonitor.
 func TestHelmChartDryRun(t *testing.T) {
@@ -226,11 +206,7 @@ func TestHelmChartDryRun(t *testing.T) {
 		t.Fatalf("chart renderings missing in %s: run `make test-chart` first (%v)", dir, err)
 	}
 	c := testcluster.Start(t, testcluster.Options{})
-	crd := filepath.Join(t.TempDir(), "servicemonitors.yaml")
-	if err := os.WriteFile(crd, []byte(serviceMonitorCRD), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c.InstallCRDs(t, crd)
+	installLooseCRD(t, c, "monitoring.coreos.com", "ServiceMonitor", "servicemonitors")
 	createNamespace(t, c, "workloaddoctor")
 	for _, r := range renderings {
 		raw, err := os.ReadFile(r)

@@ -245,27 +245,7 @@ var chGadgets = schema.GroupVersionResource{Group: "example.org", Version: "v1",
 func (e *teEnv) crdInstance(t *testing.T) {
 	const ns = "ch-crd"
 	e.namespace(t, ns)
-	crd := filepath.Join(t.TempDir(), "gadgets.yaml")
-	if err := os.WriteFile(crd, []byte(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: gadgets.example.org
-spec:
-  group: example.org
-  names: {kind: Gadget, listKind: GadgetList, plural: gadgets, singular: gadget}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        x-kubernetes-preserve-unknown-fields: true
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e.c.InstallCRDs(t, crd)
+	installLooseCRD(t, e.c, "example.org", "Gadget", "gadgets")
 	g := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.org/v1", "kind": "Gadget",
 		"metadata": map[string]any{"name": "g1", "finalizers": []any{"example.org/hold"}}}}
 	if _, err := e.c.Dynamic().Resource(chGadgets).Namespace(ns).Create(e.ctx, g, metav1.CreateOptions{FieldManager: "gadget-operator"}); err != nil {

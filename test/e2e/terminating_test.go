@@ -93,27 +93,7 @@ var teWidgets = schema.GroupVersionResource{Group: "example.com", Version: "v1",
 func (e *teEnv) customResource(t *testing.T) {
 	const ns = "st-crd"
 	e.namespace(t, ns)
-	crd := filepath.Join(t.TempDir(), "widgets.yaml")
-	if err := os.WriteFile(crd, []byte(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.example.com
-spec:
-  group: example.com
-  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        x-kubernetes-preserve-unknown-fields: true
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e.c.InstallCRDs(t, crd)
+	installLooseCRD(t, e.c, "example.com", "Widget", "widgets")
 	dyn := e.c.Dynamic().Resource(teWidgets).Namespace(ns)
 	w := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "example.com/v1", "kind": "Widget",
