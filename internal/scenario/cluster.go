@@ -21,69 +21,6 @@ const (
 // cluster: a node whose Lease is not renewed for this long turns Ready=Unknown (40s upstream).
 const NodeMonitorGracePeriod = 20 * time.Second
 
-// KwokStages are the pod stages kwok plays. kwok before v0.8 clears every finalizer when it
-// deletes a pod, which no kubelet does; these stages behave like a kubelet: a pod runs and becomes
-// Ready, and a pod being deleted is deleted with grace period 0 once "its containers stopped",
-// leaving any finalizer for its owner. Node stages stay kwok's defaults.
-const KwokStages = `apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata:
-  name: pod-running
-spec:
-  resourceRef:
-    apiGroup: v1
-    kind: Pod
-  selector:
-    matchExpressions:
-    - key: '.metadata.deletionTimestamp'
-      operator: 'DoesNotExist'
-    - key: '.status.podIP'
-      operator: 'DoesNotExist'
-  next:
-    statusTemplate: |
-      {{ $now := Now }}
-      phase: Running
-      startTime: {{ $now | Quote }}
-      hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
-      podIP: {{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) | Quote }}
-      conditions:
-      - type: Initialized
-        status: "True"
-        lastTransitionTime: {{ $now | Quote }}
-      - type: ContainersReady
-        status: "True"
-        lastTransitionTime: {{ $now | Quote }}
-      - type: Ready
-        status: "True"
-        lastTransitionTime: {{ $now | Quote }}
-      containerStatuses:
-      {{ range .spec.containers }}
-      - name: {{ .name | Quote }}
-        image: {{ .image | Quote }}
-        ready: true
-        started: true
-        restartCount: 0
-        state:
-          running:
-            startedAt: {{ $now | Quote }}
-      {{ end }}
----
-apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata:
-  name: pod-stopped
-spec:
-  resourceRef:
-    apiGroup: v1
-    kind: Pod
-  selector:
-    matchExpressions:
-    - key: '.metadata.deletionTimestamp'
-      operator: 'Exists'
-  next:
-    delete: true
-`
-
 // KwokClusterLogs is a kwok config document that has kwok serve, as the log of the named container
 // of every pod in namespace (pods/log through the apiserver and kwok's kubelet API), the file
 // logFile, which the kruise-manager's stand-in writes.

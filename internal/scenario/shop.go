@@ -111,10 +111,7 @@ type Shop struct {
 // The kruise-manager stand-in keeps running until ctx ends, so the caller keeps ctx alive for as
 // long as the scenario should live.
 func Build(ctx context.Context, env Env) (*Shop, error) {
-	if env.Logf == nil {
-		env.Logf = func(string, ...any) {}
-	}
-	b := &builder{env: env, deleted: map[string][]string{}}
+	b := newBuilder(env)
 	shop := &Shop{}
 	steps := []struct {
 		what string
@@ -142,6 +139,13 @@ func Build(ctx context.Context, env Env) (*Shop, error) {
 		}
 	}
 	return shop, nil
+}
+
+func newBuilder(env Env) *builder {
+	if env.Logf == nil {
+		env.Logf = func(string, ...any) {}
+	}
+	return &builder{env: env, deleted: map[string][]string{}}
 }
 
 func (s *Shop) expect(check, rootCause string, obj Object, fixable bool, story string) {

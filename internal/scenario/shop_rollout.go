@@ -6,6 +6,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 )
@@ -67,8 +68,14 @@ func (b *builder) rollouts(ctx context.Context, shop *Shop) error {
 // waitProgressing waits until the CloneSet's Progressing condition has the reason, its rollout
 // done when the reason is CloneSetAvailable.
 func (b *builder) waitProgressing(ctx context.Context, name, reason string) error {
-	return poll(ctx, 3*time.Minute, fmt.Sprintf("CloneSet %s/%s Progressing reason %s", Namespace, name, reason), func(ctx context.Context) (bool, error) {
-		u, err := b.env.Dynamic.Resource(kruise.CloneSets).Namespace(Namespace).Get(ctx, name, metav1.GetOptions{})
+	return WaitProgressing(ctx, b.env.Dynamic, Namespace, name, reason)
+}
+
+// WaitProgressing waits, up to 3 minutes, until the CloneSet's controller has observed its
+// generation and set its Progressing condition to reason.
+func WaitProgressing(ctx context.Context, dyn dynamic.Interface, ns, name, reason string) error {
+	return poll(ctx, 3*time.Minute, fmt.Sprintf("CloneSet %s/%s Progressing reason %s", ns, name, reason), func(ctx context.Context) (bool, error) {
+		u, err := dyn.Resource(kruise.CloneSets).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}

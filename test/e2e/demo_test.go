@@ -25,16 +25,7 @@ import (
 func TestDemoScenarios(t *testing.T) {
 	t.Parallel()
 	pluginBinary(t)
-	opts, files, err := scenario.ClusterOptions(filepath.Join(t.TempDir(), "scenario"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := testcluster.Start(t, opts)
-	crds, err := testcluster.KruiseCRDFiles()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.InstallCRDs(t, crds...)
+	c, files := scenarioCluster(t)
 
 	// Every wait of Build is bounded; the kruise-manager stand-in runs in this process until the
 	// test's context ends.
@@ -149,6 +140,22 @@ func TestDemoScenarios(t *testing.T) {
 }
 
 // demoScan runs `scan -A -o json --min-age 0s`; wantExit -1 accepts 0 or 2.
+// scenarioCluster starts the scenario's cluster (scenario.ClusterOptions) with the OpenKruise CRDs.
+func scenarioCluster(t *testing.T) (*testcluster.Cluster, scenario.Files) {
+	t.Helper()
+	opts, files, err := scenario.ClusterOptions(filepath.Join(t.TempDir(), "scenario"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := testcluster.Start(t, opts)
+	crds, err := testcluster.KruiseCRDFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.InstallCRDs(t, crds...)
+	return c, files
+}
+
 func demoScan(t *testing.T, kubeconfig string, wantExit int) *report.Report {
 	t.Helper()
 	stdout, stderr, code := runPlugin(t, kubeconfig, "scan", "-A", "-o", "json", "--min-age", "0s")

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
@@ -114,4 +115,114 @@ func TestRolloutStalledSidecarSet(t *testing.T) {
 			t.Fatalf("a paused SidecarSet is not stalled:\n%s", krSummaries(rep))
 		}
 	})
+}
+
+// rolloutCluster is the scenario's cluster (kwok's pod stages, the scheduler and
+// kube-controller-manager) with its nodes and the kruise-manager stand-in running, which rolls
+// out CloneSets and sets their Progressing condition as v1.9.0 does (internal/scenario).
+func rolloutCluster(t *testing.T) *krEnv {
+	t.Helper()
+	c, files := scenarioCluster(t)
+	env := scenario.Env{Kube: c.Clientset(), Dynamic: c.Dynamic(), Files: files, Logf: t.Logf}
+	if _, err := scenario.StartKruiseManager(t.Context(), env); err != nil {
+		t.Fatalf("start the kruise-manager stand-in: %v", err)
+	}
+	return &krEnv{c: c, cs: c.Clientset(), dyn: c.Dynamic(), ctx: t.Context(), logFile: files.ManagerLog}
+}
+
+// roPatch applies a merge patch to a CloneSet as `kubectl patch` does.
+func roPatch(t *testing.T, k *krEnv, ns, name string, patch map[string]any) {
+	t.Helper()
+	raw, err := json.Marshal(patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.dyn.Resource(krCloneSets).Namespace(ns).Patch(k.ctx, name, types.MergePatchType, raw,
+		metav1.PatchOptions{FieldManager: "kubectl-patch"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// roWaitProgressing waits until the stand-in has observed the CloneSet's generation and set its
+// Progressing condition to reason.
+func roWaitProgressing(t *testing.T, k *krEnv, ns, name, reason string) {
+	t.Helper()
+	if err := scenario.WaitProgressing(k.ctx, k.dyn, ns, name, reason); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// roScan runs scan -n ns --checks rollout-stalled with args and wants exit code want.
+func roScan(t *testing.T, k *krEnv, ns string, want int, args ...string) *report.Report {
+	t.Helper()
+	args = append([]string{"scan", "-n", ns, "--checks", "rollout-stalled", "-o", "json"}, args...)
+	stdout, stderr, code := runPlugin(t, k.c.Kubeconfig, args...)
+	if code != want {
+		t.Fatalf("scan: exit %d, want %d\n%s\n%s", code, want, stdout, stderr)
+	}
+	var rep report.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("scan -o json: %v\n%s", err, stdout)
+	}
+	return &rep
+}
+
+// CloneSet rollouts to a template whose pods the kubelet cannot start, produced by the controllers
+// that produce them: the stand-in replaces one pod at a time (ReCreate, maxUnavailable 1 of 2)
+// and, past spec.progressDeadlineSeconds, sets Progressing=False/ProgressDeadlineExceeded as
+// calculateProgressingStatus does; kwok, as the kubelet, leaves the new pod waiting in
+// ImagePullBackOff or CrashLoopBackOff. The scan runs without --min-age, so each rollout's own
+// deadline is the threshold. The same broken template rolling out within a 10m deadline, paused,
+// or held by its partition is no finding.
+func TestRolloutStalledCloneSetPods(t *testing.T) {
+	t.Parallel()
+	pluginBinary(t)
+	k := rolloutCluster(t)
+	const ns = "rollouts"
+	k.namespace(t, ns)
+	broken := func(kubelet, image string) map[string]any {
+		return map[string]any{"metadata": map[string]any{"labels": map[string]any{scenario.KubeletLabel: kubelet}},
+			"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": image}}}}
+	}
+	pull := broken(scenario.KubeletErrImagePull, "nginx:1.28-typo")
+	crash := broken(scenario.KubeletCrashLoopBackOff, "nginx:1.28")
+	rollouts := []struct {
+		name     string
+		deadline int64
+		template map[string]any
+		strategy map[string]any
+		reason   string
+	}{
+		{"pull", 30, pull, nil, "ProgressDeadlineExceeded"},
+		{"crash", 30, crash, nil, "ProgressDeadlineExceeded"},
+		{"fresh", 600, crash, nil, "CloneSetUpdated"},
+		{"held", 30, pull, map[string]any{"paused": true}, "CloneSetPaused"},
+		{"staged", 30, pull, map[string]any{"partition": int64(2)}, "ProgressPartitionAvailable"},
+	}
+	for _, r := range rollouts {
+		k.cloneSet(t, ns, r.name, 2, nil, "")
+		roPatch(t, k, ns, r.name, map[string]any{"spec": map[string]any{"progressDeadlineSeconds": r.deadline}})
+	}
+	for _, r := range rollouts {
+		roWaitProgressing(t, k, ns, r.name, "CloneSetAvailable")
+	}
+	for _, r := range rollouts {
+		spec := map[string]any{"template": r.template}
+		if r.strategy != nil {
+			spec["updateStrategy"] = r.strategy
+		}
+		roPatch(t, k, ns, r.name, map[string]any{"spec": spec})
+	}
+	for _, r := range rollouts {
+		roWaitProgressing(t, k, ns, r.name, r.reason)
+	}
+
+	rep := roScan(t, k, ns, 2)
+	if len(rep.Findings) != 2 {
+		t.Fatalf("want findings on pull and crash only, got:\n%s", krSummaries(rep))
+	}
+	assertFinding(t, krFind(t, rep, "rollout-stalled", "pull"), "image-pull-failing", report.SeverityError,
+		[]string{"waits with ImagePullBackOff for image nginx:1.28-typo", `Back-off pulling image "nginx:1.28-typo"`, "0 of them ready"}, nil)
+	assertFinding(t, krFind(t, rep, "rollout-stalled", "crash"), "crash-looping", report.SeverityError,
+		[]string{"is in CrashLoopBackOff after 5 restarts; last exit code 1 reason Error", "ProgressDeadlineExceeded"}, nil)
 }
