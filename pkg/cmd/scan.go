@@ -32,7 +32,7 @@ type scanFlags struct {
 func (f *scanFlags) addFlags(fs *pflag.FlagSet) {
 	def := snapshot.DefaultSettings()
 	fs.BoolVarP(&f.AllNamespaces, "all-namespaces", "A", false, "Scan every namespace (and cluster-scoped objects) instead of the current one.")
-	fs.StringVarP(&f.LabelSelector, "selector", "l", "", "Only pods and workloads matching this label selector (e.g. -l app=web).")
+	fs.StringVarP(&f.LabelSelector, "selector", "l", "", "Only objects matching this label selector (pods, workloads, namespaces, objects being deleted; e.g. -l app=web). A workload whose pods the selector may cut is not judged, and coverage says so.")
 	fs.StringSliceVar(&f.Checks, "checks", nil, "Run only these checks (comma-separated IDs; see `kubectl workloaddoctor checks`).")
 	fs.StringSliceVar(&f.SkipChecks, "skip-checks", nil, "Do not run these checks (comma-separated IDs).")
 	fs.StringVar(&f.MinAge, "min-age", "", "Report a condition once it lasted this long, overriding every check's own threshold (e.g. 0s, 2m).")
