@@ -35,6 +35,10 @@ type config struct {
 	keep    bool
 	// baselineLimit caps kubectl's address space, in bytes.
 	baselineLimit int64
+	// auditCycles, when positive, also runs the auditor for that many cycles at each size, one
+	// every auditInterval.
+	auditCycles   int
+	auditInterval time.Duration
 }
 
 func main() {
@@ -51,6 +55,8 @@ func main() {
 	flag.StringVar(&cfg.plugin, "plugin", "bin/kubectl-workloaddoctor", "The plugin binary to measure (make build).")
 	flag.DurationVar(&cfg.timeout, "timeout", 3*time.Hour, "Upper bound of the whole benchmark.")
 	limitGiB := flag.Float64("baseline-limit", 12, "Address-space cap of the kubectl baseline in GiB (0: none); above it kubectl fails and is reported as such.")
+	flag.IntVar(&cfg.auditCycles, "audit-cycles", 0, "Also run `audit -A --reports none` for this many cycles at each size and report its memory and requests per cycle (0: not).")
+	flag.DurationVar(&cfg.auditInterval, "audit-interval", time.Second, "The auditor's --interval with -audit-cycles.")
 	flag.BoolVar(&cfg.keep, "keep", false, "Keep the cluster running after measuring, until interrupted or -timeout, to inspect it.")
 	flag.Parse()
 	cfg.baselineLimit = int64(*limitGiB * (1 << 30))
@@ -67,8 +73,8 @@ func main() {
 	}
 	slices.Sort(cfg.sizes)
 	cfg.sizes = slices.Compact(cfg.sizes)
-	if cfg.runs < 1 || cfg.workers < 1 {
-		fmt.Fprintln(os.Stderr, "bench: -runs and -workers must be positive")
+	if cfg.runs < 1 || cfg.workers < 1 || cfg.auditCycles < 0 || cfg.auditInterval <= 0 {
+		fmt.Fprintln(os.Stderr, "bench: -runs, -workers and -audit-interval must be positive, -audit-cycles not negative")
 		os.Exit(1)
 	}
 

@@ -43,15 +43,7 @@ func (r *runner) command(ctx context.Context, stdout *os.File, kubeconfig, bin s
 	}
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = []string{"KUBECONFIG=" + kubeconfig, "HOME=" + r.home, "NO_COLOR=1"}
-	for _, kv := range os.Environ() {
-		switch k, _, _ := strings.Cut(kv, "="); k {
-		case "KUBECONFIG", "HOME", "NO_COLOR", "GOGC", "GOMEMLIMIT", "GODEBUG":
-			// Set above, or tuning meant for the control plane only.
-		default:
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
+	cmd.Env = r.env(kubeconfig)
 	cmd.Stderr = &stderr
 	if stdout != nil {
 		cmd.Stdout = stdout
@@ -77,6 +69,21 @@ func (r *runner) command(ctx context.Context, stdout *os.File, kubeconfig, bin s
 		return s, fmt.Errorf("%s %s: exit %d: %s", bin, strings.Join(args, " "), s.exit, lastLines(stderr.String(), 10))
 	}
 	return s, nil
+}
+
+// env is a measured command's environment: this process's, with the cluster's kubeconfig, a
+// private HOME, and without the control plane's runtime tuning.
+func (r *runner) env(kubeconfig string) []string {
+	env := []string{"KUBECONFIG=" + kubeconfig, "HOME=" + r.home, "NO_COLOR=1"}
+	for _, kv := range os.Environ() {
+		switch k, _, _ := strings.Cut(kv, "="); k {
+		case "KUBECONFIG", "HOME", "NO_COLOR", "GOGC", "GOMEMLIMIT", "GODEBUG":
+			// Set above, or tuning meant for the control plane only.
+		default:
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // baseline is the command a user would type instead of the scan.

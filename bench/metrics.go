@@ -35,6 +35,9 @@ type apiReads struct {
 	podBytes    int64
 	// podLists and podGets split podRequests by verb.
 	podLists, podGets int64
+	// writes are the requests of any verb but GET, LIST and WATCH: none of a scan's, so, while
+	// one runs, the control plane's own (the apiserver renews its identity Lease every 10 s).
+	writes int64
 }
 
 // metrics is a scrape of the counters apiReads is computed from.
@@ -105,6 +108,11 @@ func (m metrics) since(before metrics) apiReads {
 			continue
 		}
 		r.requests += n
+		switch parts[0] {
+		case "GET", "LIST", "WATCH":
+		default:
+			r.writes += n
+		}
 		if parts[1] == "pods" && parts[2] == "" {
 			r.podRequests += n
 			switch parts[0] {

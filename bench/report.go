@@ -207,6 +207,8 @@ func writeResults(cfg config, serverVersion string, results []result) error {
 		}
 	}
 
+	writeAudit(&b, results)
+
 	w("\n## Population and findings\n\n")
 	w("| pods | seeding (this step) | writes | rate | findings of the warm-up scan | coverage complete |\n")
 	w("|---:|---:|---:|---:|---|---|\n")

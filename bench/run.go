@@ -29,6 +29,8 @@ type result struct {
 	// pods' size in JSON without it.
 	scanRaw     []sample
 	baselineRaw int64
+	// audit is the auditor's run, when -audit-cycles asked for one.
+	audit auditResult
 }
 
 // run starts the control plane, seeds it size by size, and measures and writes the results at
@@ -128,6 +130,11 @@ func run(ctx context.Context, cfg config) error {
 		have = size
 		if err := measure(ctx, cfg, r, &res); err != nil {
 			return fmt.Errorf("measure %d pods: %w", size, err)
+		}
+		if cfg.auditCycles > 0 {
+			if res.audit, err = r.audit(ctx, cfg.auditCycles, cfg.auditInterval); err != nil {
+				return fmt.Errorf("audit at %d pods: %w", size, err)
+			}
 		}
 		results = append(results, res)
 		// Write after every size, so a long run that fails later keeps what it measured.
