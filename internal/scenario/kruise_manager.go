@@ -52,8 +52,12 @@ var kruiseManagerLabels = map[string]string{"control-plane": "controller-manager
 //     maxUnavailable, replaced from the update revision; with spec.progressDeadlineSeconds, the
 //     Progressing condition as v1.9.0's calculateProgressingStatus sets it, ProgressDeadlineExceeded
 //     included.
+//   - in-place rollouts (kruise_inplace.go) when only images change: PreparingUpdate while an
+//     inPlaceUpdate hook is on the pod, then InPlaceUpdateReady=False, the inplace-update-state
+//     annotation and the new images, as v1.9.0's updatePod and inplaceupdate.Update do.
 //
-// It does not update pods in place and keeps no ControllerRevisions or resourceVersion expectations.
+// It never completes an in-place update (kwok restarts no container), and keeps no
+// ControllerRevisions or resourceVersion expectations.
 type KruiseManager struct {
 	kube    kubernetes.Interface
 	dyn     dynamic.Interface

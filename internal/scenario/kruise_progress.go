@@ -20,14 +20,23 @@ import (
 // apps.kruise.io/specified-delete (updatePod's ReCreate path), at most as many as
 // maxUnavailable (default 20%, rounded up without maxSurge) leaves room for beside the pods
 // already unavailable (limitUpdateIndexes); the scale step then deletes them and creates their
-// replacements from the update revision. A paused CloneSet updates nothing.
+// replacements from the update revision. The in-place types update the pods so chosen in place
+// when only images change (updateInPlace), and never recreate. A paused CloneSet updates nothing.
 func (p *leaderProcess) update(ctx context.Context, w *kruise.Workload, updateRevision string, active []*corev1.Pod, replicas int32) error {
-	if w.Paused || w.UpdateType != kruise.UpdateReCreate || int32(len(active)) != replicas {
+	if w.Paused || (w.UpdateType != kruise.UpdateReCreate && !w.InPlace()) || int32(len(active)) != replicas {
 		return nil
 	}
 	var old []*corev1.Pod
 	unavailable := 0
 	for _, pod := range active {
+		// A pod waiting in PreparingUpdate is revisited: its hook may have been released.
+		if w.InPlace() && pod.Labels[kruise.LabelLifecycleState] == kruise.StatePreparingUpdate && pod.Labels["controller-revision-hash"] != updateRevision {
+			unavailable++
+			if err := p.updateInPlace(ctx, w, pod, updateRevision); err != nil {
+				return err
+			}
+			continue
+		}
 		if _, chosen := pod.Labels[kruise.LabelSpecifiedDelete]; chosen || !podReady(pod) || pod.Labels[kruise.LabelLifecycleState] != kruise.StateNormal {
 			unavailable++
 			continue
@@ -47,6 +56,15 @@ func (p *leaderProcess) update(ctx context.Context, w *kruise.Workload, updateRe
 	}
 	n := min(len(old)-partition, maxUnavailable-unavailable)
 	for _, pod := range old[:max(n, 0)] {
+		if w.InPlace() {
+			if imagesOnly(pod, w.Template.Spec.Containers) {
+				if err := p.updateInPlace(ctx, w, pod, updateRevision); err != nil {
+					return err
+				}
+			}
+			// The stand-in recreates no pod of an in-place CloneSet (InPlaceIfPossible would).
+			continue
+		}
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{kruise.LabelSpecifiedDelete: "true"}}})
 		if _, err := p.m.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch,
 			metav1.PatchOptions{FieldManager: managerFieldManager}); err != nil {

@@ -152,6 +152,40 @@ func roWaitProgressing(t *testing.T, k *krEnv, ns, name, reason string) {
 	}
 }
 
+// roRollout is a CloneSet of two replicas rolled out to a new template.
+type roRollout struct {
+	name      string
+	deadline  int64 // spec.progressDeadlineSeconds
+	lifecycle map[string]any
+	template  map[string]any // merged into spec.template
+	strategy  map[string]any // spec.updateStrategy set with the template
+	reason    string         // the Progressing reason the rollout reaches
+}
+
+// roRollOut creates the CloneSets, waits until each is available, runs settled, then changes
+// every template and waits until each Progressing condition has its reason.
+func roRollOut(t *testing.T, k *krEnv, ns, updateType string, rollouts []roRollout, settled func()) {
+	t.Helper()
+	for _, r := range rollouts {
+		k.cloneSet(t, ns, r.name, 2, r.lifecycle, updateType)
+		roPatch(t, k, ns, r.name, map[string]any{"spec": map[string]any{"progressDeadlineSeconds": r.deadline}})
+	}
+	for _, r := range rollouts {
+		roWaitProgressing(t, k, ns, r.name, "CloneSetAvailable")
+	}
+	settled()
+	for _, r := range rollouts {
+		spec := map[string]any{"template": r.template}
+		if r.strategy != nil {
+			spec["updateStrategy"] = r.strategy
+		}
+		roPatch(t, k, ns, r.name, map[string]any{"spec": spec})
+	}
+	for _, r := range rollouts {
+		roWaitProgressing(t, k, ns, r.name, r.reason)
+	}
+}
+
 // roScan runs scan -n ns --checks rollout-stalled with args and wants exit code want.
 func roScan(t *testing.T, k *krEnv, ns string, want int, args ...string) *report.Report {
 	t.Helper()
@@ -186,36 +220,13 @@ func TestRolloutStalledCloneSetPods(t *testing.T) {
 	}
 	pull := broken(scenario.KubeletErrImagePull, "nginx:1.28-typo")
 	crash := broken(scenario.KubeletCrashLoopBackOff, "nginx:1.28")
-	rollouts := []struct {
-		name     string
-		deadline int64
-		template map[string]any
-		strategy map[string]any
-		reason   string
-	}{
-		{"pull", 30, pull, nil, "ProgressDeadlineExceeded"},
-		{"crash", 30, crash, nil, "ProgressDeadlineExceeded"},
-		{"fresh", 600, crash, nil, "CloneSetUpdated"},
-		{"held", 30, pull, map[string]any{"paused": true}, "CloneSetPaused"},
-		{"staged", 30, pull, map[string]any{"partition": int64(2)}, "ProgressPartitionAvailable"},
-	}
-	for _, r := range rollouts {
-		k.cloneSet(t, ns, r.name, 2, nil, "")
-		roPatch(t, k, ns, r.name, map[string]any{"spec": map[string]any{"progressDeadlineSeconds": r.deadline}})
-	}
-	for _, r := range rollouts {
-		roWaitProgressing(t, k, ns, r.name, "CloneSetAvailable")
-	}
-	for _, r := range rollouts {
-		spec := map[string]any{"template": r.template}
-		if r.strategy != nil {
-			spec["updateStrategy"] = r.strategy
-		}
-		roPatch(t, k, ns, r.name, map[string]any{"spec": spec})
-	}
-	for _, r := range rollouts {
-		roWaitProgressing(t, k, ns, r.name, r.reason)
-	}
+	roRollOut(t, k, ns, "", []roRollout{
+		{name: "pull", deadline: 30, template: pull, reason: "ProgressDeadlineExceeded"},
+		{name: "crash", deadline: 30, template: crash, reason: "ProgressDeadlineExceeded"},
+		{name: "fresh", deadline: 600, template: crash, reason: "CloneSetUpdated"},
+		{name: "held", deadline: 30, template: pull, strategy: map[string]any{"paused": true}, reason: "CloneSetPaused"},
+		{name: "staged", deadline: 30, template: pull, strategy: map[string]any{"partition": int64(2)}, reason: "ProgressPartitionAvailable"},
+	}, func() {})
 
 	rep := roScan(t, k, ns, 2)
 	if len(rep.Findings) != 2 {
@@ -225,4 +236,45 @@ func TestRolloutStalledCloneSetPods(t *testing.T) {
 		[]string{"waits with ImagePullBackOff for image nginx:1.28-typo", `Back-off pulling image "nginx:1.28-typo"`, "0 of them ready"}, nil)
 	assertFinding(t, krFind(t, rep, "rollout-stalled", "crash"), "crash-looping", report.SeverityError,
 		[]string{"is in CrashLoopBackOff after 5 restarts; last exit code 1 reason Error", "ProgressDeadlineExceeded"}, nil)
+}
+
+// In-place rollouts that stop, as the stand-in produces them the way v1.9.0's updatePod and
+// inplaceupdate.Update do: a pod an inPlaceUpdate hook is on waits in PreparingUpdate while the
+// hook's owner never releases it; a pod updated in place (new image in its spec,
+// InPlaceUpdateReady=False, the inplace-update-state annotation) whose containers the kubelet
+// (kwok) never restarts keeps reporting the old image. Both pass a 30s progress deadline. The
+// same image change within a 10m deadline, paused, or held by its partition is no finding.
+func TestRolloutStalledInPlace(t *testing.T) {
+	t.Parallel()
+	pluginBinary(t)
+	k := rolloutCluster(t)
+	const ns, drain = "inplace", "example.com/drain"
+	k.namespace(t, ns)
+	image := map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": "nginx:1.28"}}}}
+	hook := map[string]any{"inPlaceUpdate": map[string]any{"finalizersHandler": []any{drain}}}
+	roRollOut(t, k, ns, "InPlaceIfPossible", []roRollout{
+		{name: "hooked", deadline: 30, lifecycle: hook, template: image, reason: "ProgressDeadlineExceeded"},
+		{name: "unfinished", deadline: 30, template: image, reason: "ProgressDeadlineExceeded"},
+		{name: "fresh", deadline: 600, template: image, reason: "CloneSetUpdated"},
+		{name: "held", deadline: 30, template: image, strategy: map[string]any{"paused": true}, reason: "CloneSetPaused"},
+		{name: "staged", deadline: 30, template: image, strategy: map[string]any{"partition": int64(2)}, reason: "ProgressPartitionAvailable"},
+	}, func() {
+		// The hook's owner registers its finalizer on the running pods, and never takes it off.
+		pods, err := k.cs.CoreV1().Pods(ns).List(k.ctx, metav1.ListOptions{LabelSelector: "app=hooked"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range pods.Items {
+			k.hookActs(t, &pods.Items[i], []string{drain}, nil)
+		}
+	})
+
+	rep := roScan(t, k, ns, 2)
+	if len(rep.Findings) != 2 {
+		t.Fatalf("want findings on hooked and unfinished only, got:\n%s", krSummaries(rep))
+	}
+	assertFinding(t, krFind(t, rep, "rollout-stalled", "hooked"), "inplace-update-hook-pending", report.SeverityError,
+		[]string{"is PreparingUpdate since", "held by the inPlaceUpdate hook's finalizer " + drain}, nil)
+	assertFinding(t, krFind(t, rep, "rollout-stalled", "unfinished"), "inplace-update-incomplete", report.SeverityError,
+		[]string{"InPlaceUpdateReady=False reason StartInPlaceUpdate", "containers still on the old image: app runs nginx:1.27, spec asks nginx:1.28"}, nil)
 }
