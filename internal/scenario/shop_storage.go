@@ -18,17 +18,7 @@ const archiveClaim = "order-archive"
 // protection controller keeps it Terminating until no pod uses it: nothing to fix but the
 // archiver, which is healthy.
 func (b *builder) storage(ctx context.Context, shop *Shop) error {
-	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "shop-" + archiveClaim}, Spec: corev1.PersistentVolumeSpec{
-		Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
-		AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/srv/" + archiveClaim}},
-		ClaimRef:               &corev1.ObjectReference{Namespace: Namespace, Name: archiveClaim},
-	}}
-	empty := ""
-	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: archiveClaim}, Spec: corev1.PersistentVolumeClaimSpec{
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: &empty, VolumeName: pv.Name,
-		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}},
-	}}
+	pv, pvc := BoundClaim(Namespace, archiveClaim, "shop-"+archiveClaim, "10Gi")
 	if _, err := b.env.Kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create PV: %w", err)
 	}
@@ -59,4 +49,23 @@ func (b *builder) storage(ctx context.Context, shop *Shop) error {
 		"the order archive's claim was deleted while the archiver still writes to it: protected, not stuck; stop the archiver first")
 	shop.Healthy = append(shop.Healthy, Object{"Deployment", Namespace, "archiver"})
 	return nil
+}
+
+// BoundClaim returns a claim and the hostPath volume pre-bound to it (volumeName on the claim,
+// claimRef on the volume, no storage class), so the PV controller binds them at once without a
+// provisioner: the shape a statically provisioned volume has.
+func BoundClaim(namespace, claim, volume, size string) (*corev1.PersistentVolume, *corev1.PersistentVolumeClaim) {
+	qty := resource.MustParse(size)
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: volume}, Spec: corev1.PersistentVolumeSpec{
+		Capacity:               corev1.ResourceList{corev1.ResourceStorage: qty},
+		AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/srv/" + volume}},
+		ClaimRef:               &corev1.ObjectReference{Namespace: namespace, Name: claim},
+	}}
+	empty := ""
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: claim}, Spec: corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: &empty, VolumeName: volume,
+		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: qty}},
+	}}
+	return pv, pvc
 }

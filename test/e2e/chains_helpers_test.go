@@ -7,9 +7,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
@@ -18,17 +18,7 @@ import (
 // boundClaim creates a claim bound to a hostPath PV made for it, and waits until it is Bound.
 func (e *teEnv) boundClaim(t *testing.T, ns, name string) *corev1.PersistentVolume {
 	t.Helper()
-	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "ch-pv-" + name}, Spec: corev1.PersistentVolumeSpec{
-		Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-		AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/ch-" + name}},
-		ClaimRef:               &corev1.ObjectReference{Namespace: ns, Name: name},
-	}}
-	empty := ""
-	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.PersistentVolumeClaimSpec{
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: &empty, VolumeName: pv.Name,
-		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-	}}
+	pv, pvc := scenario.BoundClaim(ns, name, "ch-pv-"+name, "1Gi")
 	if _, err := e.cs.CoreV1().PersistentVolumes().Create(e.ctx, pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
