@@ -70,6 +70,9 @@ type Cluster struct {
 	mu    sync.Mutex
 	procs []*process // every process started, in start order
 	kwok  *process
+	// apiserver and etcd are the running control plane, for StopAPIServer and StartAPIServer.
+	apiserver *apiserverRun
+	etcd      *process
 	// kubeletAPI are the serving flags of kwok's kubelet API, kept so a restarted kwok serves on
 	// the port its nodes advertise.
 	kubeletAPI []string

@@ -121,6 +121,10 @@ func (c *Cluster) startControlPlane(ctx context.Context, etcdBin, apiserverBin s
 	if err != nil {
 		return err
 	}
+	c.mu.Lock()
+	// Kept so that StartAPIServer runs the same apiserver again (restart.go).
+	c.apiserver, c.etcd = &apiserverRun{proc: apiserver, bin: apiserverBin, args: args}, etcd
+	c.mu.Unlock()
 	if err := c.newClients(); err != nil {
 		return err
 	}

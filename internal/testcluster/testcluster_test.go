@@ -13,7 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// These tests need no Kubernetes binaries; the harness itself is exercised by test/e2e.
+// These tests need no Kubernetes binaries (restart_test.go runs a control plane from bin/tools);
+// the rest of the harness is exercised by test/e2e.
 
 func TestRepoRootAndToolsDir(t *testing.T) {
 	root, err := RepoRoot()
