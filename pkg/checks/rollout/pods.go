@@ -19,9 +19,10 @@ import (
 const (
 	// annotationRuntimeMeta is written by kruise-daemon with the containers' hashes
 	// (apis/apps/pub/inplace_update.go RuntimeContainerMetaKey, kruise v1.9.0).
-	annotationRuntimeMeta  = "apps.kruise.io/runtime-containers-meta"
-	conditionResizePending = "PodResizePending"
-	kruiseDaemon           = "kruise-daemon"
+	annotationRuntimeMeta     = "apps.kruise.io/runtime-containers-meta"
+	conditionResizePending    = "PodResizePending"
+	conditionResizeInProgress = "PodResizeInProgress"
+	kruiseDaemon              = "kruise-daemon"
 )
 
 // inPlaceState is the part of apps.kruise.io/inplace-update-state the check reads
@@ -98,7 +99,10 @@ func kubeletVerdict(p *corev1.Pod, env *podEnv) *verdict {
 				line: checks.Evidencef("%s container %s%s waits with %s for image %s: %s", name, cs.Name, what, wt.Reason, specImage(p, cs.Name), checks.Truncate(wt.Message, 200))}
 		}
 	}
-	if inPlace && !conditionTrue(p, kruise.ConditionInPlaceReady) {
+	// A resize-only update leaves InPlaceUpdateReady True (defaultCheckPodNeedsBeUnready,
+	// inplace_update_defaults.go, kruise v1.9.0): the lifecycle state Updating, which kruise keeps
+	// until the update completed (refreshPodState, cloneset_update.go), says it has not.
+	if inPlace && (!conditionTrue(p, kruise.ConditionInPlaceReady) || p.Labels[kruise.LabelLifecycleState] == kruise.StateUpdating) {
 		return inPlaceVerdict(p, state, env)
 	}
 	for _, cs := range p.Status.ContainerStatuses {
@@ -157,8 +161,17 @@ func inPlaceVerdict(p *corev1.Pod, state inPlaceState, env *podEnv) *verdict {
 	if c := condition(p, kruise.ConditionInPlaceReady); c != nil {
 		what = fmt.Sprintf("InPlaceUpdateReady=%s reason %s", c.Status, c.Reason)
 	}
+	if s := p.Labels[kruise.LabelLifecycleState]; s != "" {
+		what += "; lifecycle state " + s
+	}
 	if len(old) > 0 {
 		what += "; containers still on the old image: " + strings.Join(old, "; ")
+	}
+	if state.UpdateResources {
+		what += "; container resources not yet reported in status"
+		if c := condition(p, conditionResizeInProgress); c != nil && c.Status == corev1.ConditionTrue {
+			what += fmt.Sprintf(" (PodResizeInProgress reason %s: %s)", c.Reason, checks.Truncate(c.Message, 200))
+		}
 	}
 	return &verdict{cause: RootCauseInPlaceUpdateIncomplete,
 		line: checks.Evidencef("%s in-place update to revision %s not completed %s: %s", name, state.Revision, since, what)}
