@@ -33,7 +33,7 @@ func (f *scanFlags) addFlags(fs *pflag.FlagSet) {
 	def := snapshot.DefaultSettings()
 	fs.BoolVarP(&f.AllNamespaces, "all-namespaces", "A", false, "Scan every namespace (and cluster-scoped objects) instead of the current one.")
 	fs.StringVarP(&f.LabelSelector, "selector", "l", "", "Only objects matching this label selector (pods, workloads, namespaces, objects being deleted; e.g. -l app=web). A workload whose pods the selector may cut is not judged, and coverage says so.")
-	fs.StringSliceVar(&f.Checks, "checks", nil, "Run only these checks (comma-separated IDs; see `kubectl workloaddoctor checks`).")
+	fs.StringSliceVar(&f.Checks, "checks", nil, "Run only these checks (comma-separated IDs, as listed by kubectl workloaddoctor checks).")
 	fs.StringSliceVar(&f.SkipChecks, "skip-checks", nil, "Do not run these checks (comma-separated IDs).")
 	fs.StringVar(&f.MinAge, "min-age", "", "Report a condition once it lasted this long, overriding every check's own threshold (e.g. 0s, 2m).")
 	fs.StringVar(&f.KruiseNamespace, "kruise-namespace", def.KruiseNamespace, "Namespace of the OpenKruise manager Deployment.")
@@ -204,9 +204,12 @@ func runScan(ctx context.Context, config *genericclioptions.ConfigFlags, opts sc
 	if err != nil {
 		return nil, err
 	}
-	r, _, err := scan.Run(ctx, clients, opts)
+	r, snap, err := scan.Run(ctx, clients, opts)
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach the cluster at %s: %w", cfg.Host, err)
+	}
+	if w := clockWarning(snap.ClockOffset); w != "" {
+		fmt.Fprintln(errOut, w)
 	}
 	// When inputs were unread, the one error line says so instead (see Run).
 	for _, n := range r.Coverage.Skipped {
@@ -218,6 +221,20 @@ func runScan(ctx context.Context, config *genericclioptions.ConfigFlags, opts sc
 		fmt.Fprintf(errOut, "warning: check %s degraded: %s\n", n.Check, n.Reason)
 	}
 	return r, nil
+}
+
+// clockWarning says when the local clock is far enough from the apiserver's that a user reading
+// ages, or comparing them with `kubectl get`'s, should know which clock they are on.
+func clockWarning(offset time.Duration) string {
+	if offset.Abs() < 30*time.Second {
+		return ""
+	}
+	way := "ahead of"
+	if offset > 0 {
+		way = "behind"
+	}
+	return fmt.Sprintf("warning: this machine's clock is %s %s the apiserver's; ages are measured on the apiserver's clock",
+		offset.Abs().Round(time.Second), way)
 }
 
 // failOnSeverity parses --fail-on; "never" returns the empty severity.

@@ -89,6 +89,8 @@ type collector struct {
 	mu   sync.Mutex
 	// started is when the collection began, on the local monotonic clock.
 	started time.Time
+	// date is the apiserver's Date on the latest answer, the clock the snapshot's Now follows.
+	date ServerDate
 	// retry is how every read rides out transient faults (retry.go).
 	retry retry.Policy
 	// resources found by discovery, for the objects input.
@@ -120,6 +122,7 @@ func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Inp
 		Scope: opts.Scope, Settings: opts.Settings,
 		Unread: map[snapshot.Input]error{}, Limits: map[snapshot.Input]string{}, Installed: map[string]bool{}, Logs: map[string]string{},
 	}}
+	ctx = WithServerDate(ctx, &col.date)
 	var sv *version.Info
 	err := col.retry.Do(ctx, func(context.Context) error {
 		var err error
@@ -161,7 +164,7 @@ func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Inp
 	if want[snapshot.InputObjects] {
 		col.addCoveredObjects()
 	}
-	col.snap.Now = col.opts.Clock()
+	col.snap.Now, col.snap.ClockOffset = col.date.now(col.opts.Clock())
 	col.snap.Index()
 
 	if want[snapshot.InputPods] && opts.Candidates != nil {

@@ -67,6 +67,8 @@ func (col *collector) rereadLeaderLease(ctx context.Context) error {
 type ServerDate struct {
 	mu sync.Mutex
 	t  time.Time
+	// at is when the response arrived, on the local monotonic clock.
+	at time.Time
 }
 
 // Time is the apiserver's time of the last response, zero when none carried a Date header (a
@@ -101,7 +103,7 @@ func (t serverDateTransport) RoundTrip(req *http.Request) (*http.Response, error
 	if d, ok := req.Context().Value(serverDateKey{}).(*ServerDate); ok {
 		if at, perr := http.ParseTime(resp.Header.Get("Date")); perr == nil {
 			d.mu.Lock()
-			d.t = at
+			d.t, d.at = at, time.Now()
 			d.mu.Unlock()
 		}
 	}

@@ -45,12 +45,13 @@ func Clients(cfg *rest.Config) (collect.Clients, error) {
 	// The objects input lists every resource, deprecated ones included; the apiserver's
 	// deprecation warnings about those lists are noise on the user's terminal.
 	cfg.WarningHandler = rest.NoWarnings{}
+	// Every answer records the apiserver's Date: ages are measured on its clock (collect.Collect),
+	// and the leader Lease's liveness on its reads.
+	cfg.Wrap(collect.RecordServerDate)
 	// Built-in kinds travel as protobuf: smaller on the wire and cheaper to decode than JSON.
 	typed := rest.CopyConfig(cfg)
 	typed.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	typed.ContentType = "application/vnd.kubernetes.protobuf"
-	// The leader Lease reads record the apiserver's Date, so liveness is judged on its clock.
-	typed.Wrap(collect.RecordServerDate)
 	kube, err := kubernetes.NewForConfig(typed)
 	if err != nil {
 		return collect.Clients{}, fmt.Errorf("create client: %w", err)

@@ -122,7 +122,13 @@ type LeaseRead struct {
 
 // Snapshot is the collected cluster state. Fill the exported fields, then call Index.
 type Snapshot struct {
-	Now           time.Time
+	// Now is the apiserver's clock when the lists were read (the local clock when the answers
+	// carried no Date, or it agreed with them to within their precision): every age is
+	// measured against it.
+	Now time.Time
+	// ClockOffset is how far the apiserver's clock is ahead of the local one (negative: behind),
+	// zero when they agree to within the Date header's precision.
+	ClockOffset   time.Duration
 	ServerVersion string
 	Scope         Scope
 	Settings      Settings

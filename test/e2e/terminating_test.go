@@ -79,6 +79,7 @@ func TestStuckTerminating(t *testing.T) {
 	t.Run("custom resource found through discovery", e.customResource)
 	t.Run("cluster api paused and re-add race", e.clusterAPI)
 	t.Run("kwok stage not run", e.kwokStageNotRun)
+	t.Run("a workstation clock ahead ages nothing", e.clockAhead)
 	t.Run("namespace blocked by an unavailable APIService", e.namespaceDiscovery)
 	t.Run("node not ready", e.nodeNotReady)
 }
