@@ -50,7 +50,9 @@ func (col *collector) readWorkloads(ctx context.Context) error {
 	return nil
 }
 
-// readSidecarSets reads every SidecarSet; one that does not decode is left out.
+// readSidecarSets reads every SidecarSet. One that does not decode is left out and named in the
+// input's error, as an undecodable workload is: a scan that could not judge it must not say so
+// by silence.
 func (col *collector) readSidecarSets(ctx context.Context) error {
 	if err := col.discoveryErr(GroupKruise); err != nil {
 		return err
@@ -59,14 +61,18 @@ func (col *collector) readSidecarSets(ctx context.Context) error {
 		return nil
 	}
 	items, err := col.listUnstructured(ctx, kruise.SidecarSets, "")
+	errs := []error{err}
 	var out []*kruise.SidecarSet
 	for _, u := range items {
-		if ss, derr := kruise.SidecarSetFromUnstructured(u); derr == nil {
-			out = append(out, ss)
+		ss, derr := kruise.SidecarSetFromUnstructured(u)
+		if derr != nil {
+			errs = append(errs, derr)
+			continue
 		}
+		out = append(out, ss)
 	}
 	col.add(func(s *snapshot.Snapshot) { s.SidecarSets = out })
-	return err
+	return errors.Join(errs...)
 }
 
 // maxNamedCut bounds the workloads a coverage note names.
