@@ -107,10 +107,10 @@ scan could not run or could not look, 2 findings at or above --fail-on.`,
 	cmd.Flags().StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "Address /metrics is served on (port 0 picks a free one; the log says which).")
 	cmd.Flags().StringVar(&o.HealthBindAddress, "health-probe-bind-address", ":8081", "Address /healthz and /readyz are served on.")
 	cmd.Flags().StringVar(&o.Reports, "reports", "auto", "Policy reports to write: "+strings.Join(audit.ReportModes, "|")+"; auto picks openreports.io/v1alpha1, else wgpolicyk8s.io/v1alpha2, else none.")
-	cmd.Flags().BoolVar(&o.LeaderElect, "leader-elect", false, "Campaign for a Lease; only the replica holding it writes reports (every replica serves metrics).")
+	cmd.Flags().BoolVar(&o.LeaderElect, "leader-elect", false, "Campaign for a Lease; only the replica holding it writes reports and applies fixes (every replica serves metrics).")
 	cmd.Flags().StringVar(&o.LeaderNamespace, "leader-election-namespace", "", "Namespace of the Lease (default: the kubeconfig's namespace, in a pod its own).")
 	cmd.Flags().DurationVar(&o.LeaseDuration, "leader-election-lease-duration", 15*time.Second, "How long a leader that stopped renewing keeps the Lease; a standby takes over after it.")
-	cmd.Flags().StringSliceVar(&o.AutoFix, "auto-fix", nil, "Root causes whose default fix the auditor applies on its own (comma-separated IDs; see `kubectl workloaddoctor checks`); never a high-risk action.")
+	cmd.Flags().StringSliceVar(&o.AutoFix, "auto-fix", nil, "Root causes whose default fix the auditor applies on its own (comma-separated IDs, as listed by kubectl workloaddoctor checks); never a high-risk action.")
 	cmd.Flags().IntVar(&o.MaxFixes, "max-fixes-per-cycle", 5, "With --auto-fix: at most this many fix actions per cycle; the rest wait for the next.")
 	registerCompletions(cmd, reg)
 	return cmd
