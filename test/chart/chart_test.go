@@ -174,7 +174,8 @@ func TestChartAutoFixAndServiceMonitor(t *testing.T) {
 // The chart's roles grant what deploy/rbac grants, no more and no less.
 func TestChartRolesMatchDeployRBAC(t *testing.T) {
 	objs, _ := render(t, map[string]any{"autoFix": map[string]any{"rootCauses": []any{"finalizer-owner-missing"}}})
-	for file, role := range map[string]string{"scan.yaml": "workloaddoctor-scan", "fix.yaml": "workloaddoctor-fix"} {
+	for _, fr := range [][2]string{{"scan.yaml", "workloaddoctor-scan"}, {"scan.yaml", "workloaddoctor-scan-logs"}, {"fix.yaml", "workloaddoctor-fix"}} {
+		file, role := fr[0], fr[1]
 		raw, err := os.ReadFile(filepath.Join("../../deploy/rbac", file))
 		if err != nil {
 			t.Fatal(err)
@@ -191,6 +192,78 @@ func TestChartRolesMatchDeployRBAC(t *testing.T) {
 			t.Errorf("ClusterRole %s: chart rules differ from deploy/rbac/%s", role, file)
 		}
 	}
+}
+
+// The auditor's ServiceAccount reads the controllers' leader logs the scan uses as evidence
+// (pods/log get, in any namespace: the controllers run where their install put them) unless
+// controllerLogs is false, and never reads Secrets.
+func TestChartServiceAccountGrants(t *testing.T) {
+	for _, c := range []struct {
+		values map[string]any
+		logs   bool
+	}{
+		{nil, true},
+		{map[string]any{"autoFix": map[string]any{"rootCauses": []any{"finalizer-owner-missing"}}}, true},
+		{map[string]any{"controllerLogs": false}, false},
+	} {
+		objs, _ := render(t, c.values)
+		rules := boundRules(t, objs, "wd-workloaddoctor")
+		if got := allows(rules, "", "pods/log", "get"); got != c.logs {
+			t.Errorf("values %v: get pods/log granted %v, want %v", c.values, got, c.logs)
+		}
+		if !allows(rules, "", "pods", "list") {
+			t.Errorf("values %v: list pods not granted", c.values)
+		}
+		for _, verb := range []string{"get", "list", "watch"} {
+			if allows(rules, "", "secrets", verb) {
+				t.Errorf("values %v: %s secrets granted", c.values, verb)
+			}
+		}
+	}
+}
+
+// boundRules returns the rules of every ClusterRole bound cluster-wide to the ServiceAccount.
+func boundRules(t *testing.T, objs map[string]map[string]any, sa string) []any {
+	t.Helper()
+	var rules []any
+	for key, o := range objs {
+		if !strings.HasPrefix(key, "ClusterRoleBinding/") {
+			continue
+		}
+		bound := false
+		for _, s := range o["subjects"].([]any) {
+			sub := s.(map[string]any)
+			bound = bound || (sub["kind"] == "ServiceAccount" && sub["name"] == sa && sub["namespace"] == namespace)
+		}
+		if !bound {
+			continue
+		}
+		role := objs["ClusterRole/"+o["roleRef"].(map[string]any)["name"].(string)]
+		if role == nil {
+			t.Fatalf("%s binds a ClusterRole the chart does not render", key)
+		}
+		rules = append(rules, role["rules"].([]any)...)
+	}
+	return rules
+}
+
+// allows says whether a rule grants verb on resource of group, as RBAC matches them.
+func allows(rules []any, group, resource, verb string) bool {
+	has := func(list any, want string) bool {
+		for _, x := range list.([]any) {
+			if x == want || x == "*" {
+				return true
+			}
+		}
+		return false
+	}
+	for _, r := range rules {
+		rule := r.(map[string]any)
+		if rule["resourceNames"] == nil && has(rule["apiGroups"], group) && has(rule["resources"], resource) && has(rule["verbs"], verb) {
+			return true
+		}
+	}
+	return false
 }
 
 func keys(m map[string]map[string]any) []string {

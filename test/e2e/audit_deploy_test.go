@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -124,7 +125,21 @@ func TestAuditorKustomizeBase(t *testing.T) {
 
 	// For real: the ServiceAccount's grants run the auditor.
 	applyYAML(t, c, rendered, false)
-	sa := c.UserKubeconfigInNamespace(t, "workloaddoctor", "system:serviceaccount:workloaddoctor:workloaddoctor-auditor")
+	const saUser = "system:serviceaccount:workloaddoctor:workloaddoctor-auditor"
+	// The controllers' leader logs the scan reads as evidence, wherever they run; never a Secret.
+	for _, a := range []struct {
+		ns, verb, resource, sub string
+		want                    bool
+	}{
+		{"kruise-system", "get", "pods", "log", true}, {"capi-system", "get", "pods", "log", true},
+		{"elsewhere", "get", "pods", "log", true}, {"kruise-system", "list", "pods", "", true},
+		{"kruise-system", "get", "secrets", "", false}, {"", "list", "secrets", "", false},
+	} {
+		if got := canI(t, c, saUser, a.verb, a.ns, a.resource, a.sub); got != a.want {
+			t.Errorf("%s %s/%s in %q allowed %v, want %v", a.verb, a.resource, a.sub, a.ns, got, a.want)
+		}
+	}
+	sa := c.UserKubeconfigInNamespace(t, "workloaddoctor", saUser)
 	createNamespace(t, c, "ad")
 	heldConfigMap(t, c.Clientset(), "ad")
 	_, stderr, code := runPlugin(t, sa, "audit", "--once", "-A", "--checks", teCheck, "--min-age", "0s", "--fail-on", "warning")
@@ -138,6 +153,25 @@ func TestAuditorKustomizeBase(t *testing.T) {
 	if _, err := c.Clientset().CoordinationV1().Leases("workloaddoctor").Get(t.Context(), audit.LeaseName, metav1.GetOptions{}); err != nil {
 		t.Errorf("the Lease: %v", err)
 	}
+}
+
+// canI asks the apiserver's authorizer whether the ServiceAccount user may verb resource (and
+// subresource) in ns.
+func canI(t *testing.T, c *testcluster.Cluster, user, verb, ns, resource, sub string) bool {
+	t.Helper()
+	parts := strings.Split(user, ":")
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:   user,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + parts[2], "system:authenticated"},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: ns, Verb: verb, Resource: resource, Subresource: sub,
+		},
+	}}
+	got, err := c.Clientset().AuthorizationV1().SubjectAccessReviews().Create(t.Context(), sar, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("SubjectAccessReview: %v", err)
+	}
+	return got.Status.Allowed
 }
 
 func toStrings(v any) []string {
