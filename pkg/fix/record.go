@@ -10,9 +10,12 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
 )
 
 // Event fields of the record left on a fixed object.
@@ -127,8 +130,51 @@ func (e *Engine) event(ctx context.Context, r *Result, user string) error {
 		LastTimestamp:       now,
 		Count:               1,
 	}
-	_, err := e.c.Kube.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{})
-	return err
+	events := e.c.Kube.CoreV1().Events(ns)
+	_, err := events.Create(ctx, ev, metav1.CreateOptions{})
+	if !retry.OutcomeUnknown(err) {
+		return err
+	}
+	// The answer was lost: the Event may exist. It has a generated name, so a blind re-send could
+	// leave two records of one write; look for it first, and send once more only if it is not there.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
+	defer cancel()
+	for sent := 1; ; sent++ {
+		var found bool
+		rerr := retry.Policy{}.Do(ctx, func(ctx context.Context) error {
+			var err error
+			found, err = eventRecorded(ctx, events, ev)
+			return err
+		})
+		switch {
+		case rerr != nil:
+			return fmt.Errorf("the answer to the Event create was lost (%v) and the Events could not be read back: %w", err, rerr)
+		case found:
+			return nil
+		case sent == 2:
+			return fmt.Errorf("the answer to the Event create was lost twice (%v) and no Event was recorded", err)
+		}
+		if _, err = events.Create(ctx, ev, metav1.CreateOptions{}); !retry.OutcomeUnknown(err) {
+			return err
+		}
+	}
+}
+
+// eventRecorded reports whether an Event like ev (same object, reason, message and time) exists.
+func eventRecorded(ctx context.Context, events typedcorev1.EventInterface, ev *corev1.Event) (bool, error) {
+	l, err := events.List(ctx, metav1.ListOptions{FieldSelector: fields.AndSelectors(
+		fields.OneTermEqualSelector("involvedObject.name", ev.InvolvedObject.Name),
+		fields.OneTermEqualSelector("reason", ev.Reason)).String()})
+	if err != nil {
+		return false, fmt.Errorf("list events: %w", err)
+	}
+	for _, got := range l.Items {
+		if got.InvolvedObject.UID == ev.InvolvedObject.UID && got.Message == ev.Message &&
+			got.FirstTimestamp.Unix() == ev.FirstTimestamp.Unix() {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // eventMessage names the action, the result and who ran it; it only quotes names and finalizers.
