@@ -16,6 +16,7 @@ import (
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/audit"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
 // kustomize builds dir with the real kubectl and returns the YAML.
@@ -153,6 +154,40 @@ func TestAuditorKustomizeBase(t *testing.T) {
 	if _, err := c.Clientset().CoordinationV1().Leases("workloaddoctor").Get(t.Context(), audit.LeaseName, metav1.GetOptions{}); err != nil {
 		t.Errorf("the Lease: %v", err)
 	}
+}
+
+// TestAuditorReadsControllerLogs: the kustomize base's grants let a scan read the kruise-manager
+// leader's log through pods/log, so the OpenKruise checks run with their evidence and coverage is
+// complete; without the base's log binding the same scan is degraded on pods/log.
+func TestAuditorReadsControllerLogs(t *testing.T) {
+	t.Parallel()
+	k := startKruiseCluster(t)
+	k.node(t, krKwokNode, true)
+	k.manager(t, krLogsNamespace, "v1.9.0", nil, krKwokNode, true)
+	applyYAML(t, k.c, kustomize(t, k.c, filepath.Join(repoRoot(t), "deploy", "auditor")), false)
+	const saUser = "system:serviceaccount:workloaddoctor:workloaddoctor-auditor"
+	sa := k.c.UserKubeconfigInNamespace(t, "workloaddoctor", saUser)
+	scan := func() *report.Report {
+		t.Helper()
+		stdout, stderr, code := runPlugin(t, sa, "scan", "-A", "-o", "json", "--checks", "expectations-unsatisfied,stuck-preparing-normal,rollout-stalled")
+		if code != 0 {
+			t.Fatalf("scan -A as the auditor's ServiceAccount: exit %d\n%s", code, stderr)
+		}
+		return parseReport(t, stdout)
+	}
+	if r := scan(); !r.Coverage.Complete || len(r.Coverage.Degraded) != 0 || len(r.Coverage.Skipped) != 0 {
+		t.Errorf("coverage with the base's grants = %+v, want complete", r.Coverage)
+	}
+
+	if err := k.cs.RbacV1().ClusterRoleBindings().Delete(k.ctx, "workloaddoctor-auditor-scan-logs", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the log grant to go", func(context.Context) (bool, error) {
+		return !canI(t, k.c, saUser, "get", krLogsNamespace, "pods", "log"), nil
+	})
+	r := scan()
+	krDegraded(t, r, "expectations-unsatisfied", "pods/log")
+	krDegraded(t, r, "rollout-stalled", "pods/log")
 }
 
 // canI asks the apiserver's authorizer whether the ServiceAccount user may verb resource (and
