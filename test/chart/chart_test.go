@@ -29,15 +29,7 @@ const (
 // objects by kind/name and the whole YAML.
 func render(t *testing.T, values map[string]any) (map[string]map[string]any, string) {
 	t.Helper()
-	ch, err := loader.Load(chartDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vals, err := chartutil.ToRenderValues(ch, values, chartutil.ReleaseOptions{Name: "wd", Namespace: namespace, IsInstall: true}, chartutil.DefaultCapabilities)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := engine.Render(ch, vals)
+	files, err := renderFiles(t, values)
 	if err != nil {
 		t.Fatalf("render: %v", err)
 	}
@@ -65,6 +57,20 @@ func render(t *testing.T, values map[string]any) (map[string]map[string]any, str
 		}
 	}
 	return objs, strings.Join(all, "\n---\n") + "\n"
+}
+
+// renderFiles renders the chart's templates; the error is the chart's own (a fail in a template).
+func renderFiles(t *testing.T, values map[string]any) (map[string]string, error) {
+	t.Helper()
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := chartutil.ToRenderValues(ch, values, chartutil.ReleaseOptions{Name: "wd", Namespace: namespace, IsInstall: true}, chartutil.DefaultCapabilities)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return engine.Render(ch, vals)
 }
 
 // save leaves a rendering for the e2e dry run when CHART_RENDER_DIR is set.
@@ -168,6 +174,18 @@ func TestChartAutoFixAndServiceMonitor(t *testing.T) {
 	}
 	if objs["ClusterRoleBinding/wd-workloaddoctor-fix"] == nil || objs["ServiceMonitor/wd-workloaddoctor"] == nil {
 		t.Errorf("objects: %v", keys(objs))
+	}
+}
+
+// Without leader election only one replica may run: every replica would write reports and fixes.
+func TestChartOneWriterWithoutLeaderElection(t *testing.T) {
+	off := map[string]any{"enabled": false}
+	objs, _ := render(t, map[string]any{"leaderElection": off, "replicaCount": 1})
+	if args, _, spec := container(t, objs); spec["replicas"] != float64(1) || strings.Contains(args, "--leader-elect") {
+		t.Errorf("replicas %v, args %q", spec["replicas"], args)
+	}
+	if _, err := renderFiles(t, map[string]any{"leaderElection": off}); err == nil || !strings.Contains(err.Error(), "needs leaderElection.enabled") {
+		t.Errorf("2 replicas without leader election rendered: %v", err)
 	}
 }
 
