@@ -33,7 +33,7 @@ func TestServerDateNow(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var d ServerDate
 			answer(&d, server)
-			now, offset := d.now(tc.local)
+			now, offset := d.Now(tc.local)
 			if (tc.wantOffset == 0) != (offset == 0) || (offset-tc.wantOffset).Abs() > 2*time.Second {
 				t.Errorf("offset %v, want %v", offset, tc.wantOffset)
 			}
@@ -49,7 +49,7 @@ func TestServerDateNow(t *testing.T) {
 	t.Run("no Date: the local clock", func(t *testing.T) {
 		var d ServerDate
 		local := server.Add(time.Hour)
-		if now, offset := d.now(local); !now.Equal(local) || offset != 0 {
+		if now, offset := d.Now(local); !now.Equal(local) || offset != 0 {
 			t.Errorf("got %v %v, want the local clock and no offset", now, offset)
 		}
 	})

@@ -164,7 +164,7 @@ func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Inp
 	if want[snapshot.InputObjects] {
 		col.addCoveredObjects()
 	}
-	col.snap.Now, col.snap.ClockOffset = col.date.now(col.opts.Clock())
+	col.snap.Now, col.snap.ClockOffset = col.date.Now(col.opts.Clock())
 	col.snap.Index()
 
 	if want[snapshot.InputPods] && opts.Candidates != nil {

@@ -21,6 +21,8 @@ type Budget struct {
 	MaxUnavailable int32
 	// Source says where MaxUnavailable comes from, for the plan.
 	Source string
+	// MinReadySeconds is how long a pod is Ready before its controller counts it available.
+	MinReadySeconds int32
 }
 
 // MinReady is how many Ready pods the workload keeps: replicas - maxUnavailable.
@@ -51,6 +53,15 @@ func BudgetOf(u *unstructured.Unstructured) (Budget, error) {
 		return b, err
 	}
 	b.Replicas = replicas
+	minReady := []string{"spec", "minReadySeconds"}
+	if gv.Group == groupKruise && u.GetKind() == "StatefulSet" {
+		// The Advanced StatefulSet keeps it in its rolling update strategy (kruise v1.9.0
+		// apis/apps/v1beta1 RollingUpdateStatefulSetStrategy).
+		minReady = []string{"spec", "updateStrategy", "rollingUpdate", "minReadySeconds"}
+	}
+	if b.MinReadySeconds, err = nestedInt(u, 0, minReady...); err != nil {
+		return b, err
+	}
 	switch {
 	case gv.Group == groupApps && u.GetKind() == "Deployment":
 		err = b.deployment(u)

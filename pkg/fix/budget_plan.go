@@ -3,6 +3,7 @@ package fix
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -107,28 +108,28 @@ func (r budgetReader) group(ctx context.Context, pod *corev1.Pod, explicit bool,
 	}
 	key := string(w.GetUID())
 	g := &Group{Explicit: explicit}
-	if _, err := r.read(ctx, g, w, action); err != nil {
+	if _, _, err := r.read(ctx, g, w, action); err != nil {
 		g.Failure = err.Error()
 	}
 	return g, key
 }
 
 // read fills the group's budget and PodDisruptionBudgets from the workload and its pods, and
-// judges it. It returns the workload's pods.
-func (r budgetReader) read(ctx context.Context, g *Group, w *unstructured.Unstructured, action string) ([]corev1.Pod, error) {
+// judges it. It returns the workload's pods and the apiserver's time they were read at.
+func (r budgetReader) read(ctx context.Context, g *Group, w *unstructured.Unstructured, action string) ([]corev1.Pod, time.Time, error) {
 	b, err := BudgetOf(w)
 	g.Budget = b
 	if err != nil {
 		g.Refusal = err.Error() + ", so a fix does not evict its pods"
-		return nil, nil
+		return nil, time.Time{}, nil
 	}
 	g.judge(action)
-	pods, err := r.pods(ctx, w)
+	pods, now, err := r.pods(ctx, w)
 	if err != nil {
-		return nil, err
+		return nil, now, err
 	}
 	g.PDBs, err = r.pdbs(ctx, w.GetNamespace(), pods)
-	return pods, err
+	return pods, now, err
 }
 
 // fromUnstructured converts a nested map into a typed object.

@@ -3,6 +3,7 @@ package fix
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/collect"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
@@ -59,13 +61,13 @@ func (r budgetReader) get(ctx context.Context, ns string, ref *metav1.OwnerRefer
 }
 
 // pods returns the workload's pods: those it controls, or, for a Deployment, those its
-// ReplicaSets control.
-func (r budgetReader) pods(ctx context.Context, w *unstructured.Unstructured) ([]corev1.Pod, error) {
+// ReplicaSets control; and the apiserver's time of the read, which availability is judged at.
+func (r budgetReader) pods(ctx context.Context, w *unstructured.Unstructured) ([]corev1.Pod, time.Time, error) {
 	owners := map[types.UID]bool{w.GetUID(): true}
 	if w.GetKind() == "Deployment" {
 		rss, err := r.c.Kube.AppsV1().ReplicaSets(w.GetNamespace()).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return nil, fmt.Errorf("list the ReplicaSets of %s: %w", w.GetName(), err)
+			return nil, time.Time{}, fmt.Errorf("list the ReplicaSets of %s: %w", w.GetName(), err)
 		}
 		for i := range rss.Items {
 			if ref := metav1.GetControllerOf(&rss.Items[i]); ref != nil && ref.UID == w.GetUID() {
@@ -82,17 +84,19 @@ func (r budgetReader) pods(ctx context.Context, w *unstructured.Unstructured) ([
 			}
 		}
 	}
-	list, err := r.c.Kube.CoreV1().Pods(w.GetNamespace()).List(ctx, opts)
+	var date collect.ServerDate
+	list, err := r.c.Kube.CoreV1().Pods(w.GetNamespace()).List(collect.WithServerDate(ctx, &date), opts)
 	if err != nil {
-		return nil, fmt.Errorf("list the pods of %s %s: %w", w.GetKind(), w.GetName(), err)
+		return nil, time.Time{}, fmt.Errorf("list the pods of %s %s: %w", w.GetKind(), w.GetName(), err)
 	}
+	now, _ := date.Now(time.Now())
 	var out []corev1.Pod
 	for _, p := range list.Items {
 		if ref := metav1.GetControllerOf(&p); ref != nil && owners[ref.UID] {
 			out = append(out, p)
 		}
 	}
-	return out, nil
+	return out, now, nil
 }
 
 // pdbs returns the PodDisruptionBudgets that select any of the pods, with what they allow now.
@@ -134,6 +138,25 @@ func serving(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// available reports whether the workload's controller counts the pod available: serving, and
+// Ready for MinReadySeconds at now (k8s.io/kubernetes pkg/api/v1/pod IsPodAvailable, which the
+// Deployment, StatefulSet and DaemonSet controllers and OpenKruise's count). A replacement Ready
+// for less is not yet one the workload's maxUnavailable counts on.
+func (b Budget) available(p *corev1.Pod, now time.Time) bool {
+	if !serving(p) {
+		return false
+	}
+	if b.MinReadySeconds <= 0 {
+		return true
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return !c.LastTransitionTime.IsZero() && !c.LastTransitionTime.Add(time.Duration(b.MinReadySeconds)*time.Second).After(now)
 		}
 	}
 	return false

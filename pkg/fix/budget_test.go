@@ -3,6 +3,7 @@ package fix
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -229,4 +230,65 @@ func readyPod(name string, ready, deleting bool) *corev1.Pod {
 		p.DeletionTimestamp = &now
 	}
 	return p
+}
+
+// TestBudgetMinReadySeconds reads minReadySeconds where each controller keeps it, and counts a
+// pod available only once it has been Ready that long, as IsPodAvailable does: a replacement
+// Ready for less does not yet let the next wave go.
+func TestBudgetMinReadySeconds(t *testing.T) {
+	withMinReady := func(u *unstructured.Unstructured, v int64, fields ...string) *unstructured.Unstructured {
+		if err := unstructured.SetNestedField(u.Object, v, fields...); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	for _, tt := range []struct {
+		name string
+		u    *unstructured.Unstructured
+		want int32
+	}{
+		{"Deployment", withMinReady(workload("apps/v1", "Deployment", 3, nil), 30, "spec", "minReadySeconds"), 30},
+		{"CloneSet", withMinReady(workload("apps.kruise.io/v1alpha1", "CloneSet", 3, nil), 20, "spec", "minReadySeconds"), 20},
+		{"StatefulSet", withMinReady(workload("apps/v1", "StatefulSet", 3, nil), 10, "spec", "minReadySeconds"), 10},
+		{"Advanced StatefulSet: in its rolling update strategy", withMinReady(workload("apps.kruise.io/v1beta1", "StatefulSet", 3, rolling(map[string]any{})), 40,
+			"spec", "updateStrategy", "rollingUpdate", "minReadySeconds"), 40},
+		{"Advanced StatefulSet: spec.minReadySeconds is not its field", withMinReady(workload("apps.kruise.io/v1beta1", "StatefulSet", 3, nil), 40, "spec", "minReadySeconds"), 0},
+		{"absent", workload("apps/v1", "DaemonSet", 3, nil), 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := BudgetOf(tt.u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.MinReadySeconds != tt.want {
+				t.Errorf("minReadySeconds %d, want %d", b.MinReadySeconds, tt.want)
+			}
+		})
+	}
+
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	readyFor := func(name string, d time.Duration) *corev1.Pod {
+		p := readyPod(name, true, false)
+		p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-d))
+		return p
+	}
+	b := Budget{Workload: ref("CloneSet", "web"), Replicas: 3, MaxUnavailable: 1, MinReadySeconds: 30}
+	if !b.available(readyFor("old", time.Minute), now) || b.available(readyFor("new", 10*time.Second), now) || !b.available(readyFor("edge", 30*time.Second), now) {
+		t.Error("available: want Ready for at least minReadySeconds")
+	}
+	// Three replicas, one a replacement Ready for 10s: the controller counts two available, so
+	// no serving pod may go yet; the replacement itself costs nothing.
+	pods := map[string]*corev1.Pod{"ua": readyFor("a", time.Hour), "ub": readyFor("b", time.Hour), "uc": readyFor("c", 10*time.Second)}
+	steps := []*Step{{Action: "evict-pod", Target: pod("shop", "a", "ua", "1")}, {Action: "evict-pod", Target: pod("shop", "c", "uc", "1")}}
+	w := &wave{g: &Group{Budget: b}, pending: steps, taken: map[types.UID]bool{}}
+	var ready int32
+	for _, p := range pods {
+		if b.available(p, now) {
+			ready++
+		}
+	}
+	picked := w.pick(waveState{ready: ready, pods: pods, pdbCap: -1, now: now})
+	if len(picked) != 1 || picked[0].Target.Name != "c" {
+		t.Errorf("picked %d steps, want only the pod not yet available", len(picked))
+	}
 }

@@ -44,8 +44,11 @@ type wave struct {
 
 // waveState is a group's workload read fresh.
 type waveState struct {
+	// ready counts the pods the workload's controller counts available (Budget.available).
 	ready int32
 	pods  map[string]*corev1.Pod
+	// now is the apiserver's time of the pods' read.
+	now time.Time
 	// pdbCap is the least DisruptionsAllowed of the PodDisruptionBudgets over the pods, or -1.
 	pdbCap int32
 }
@@ -151,7 +154,7 @@ func (w *wave) pick(st waveState) []*Step {
 	for _, s := range w.pending {
 		p, ok := st.pods[s.Target.UID]
 		switch {
-		case !ok || !serving(p):
+		case !ok || !w.g.Budget.available(p, st.now):
 			picked = append(picked, s)
 		case allowance > 0:
 			allowance--
@@ -181,15 +184,15 @@ func (e *Engine) readWave(ctx context.Context, w *wave) (waveState, error) {
 	if len(w.g.Steps) > 0 {
 		action = w.g.Steps[0].Action
 	}
-	pods, err := r.read(ctx, w.g, u, action)
+	pods, now, err := r.read(ctx, w.g, u, action)
 	if err != nil {
 		return waveState{}, err
 	}
-	st := waveState{pods: map[string]*corev1.Pod{}, pdbCap: -1}
+	st := waveState{pods: map[string]*corev1.Pod{}, pdbCap: -1, now: now}
 	for i := range pods {
 		p := &pods[i]
 		st.pods[string(p.UID)] = p
-		if serving(p) && !w.taken[p.UID] {
+		if w.g.Budget.available(p, now) && !w.taken[p.UID] {
 			st.ready++
 		}
 	}

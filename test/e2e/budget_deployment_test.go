@@ -45,7 +45,7 @@ func bgDeployment(t *testing.T, c *testcluster.Cluster) {
 	}
 
 	t.Run("a Deployment's pods are evicted one at a time and it keeps 3 of 4 Ready", func(t *testing.T) {
-		orig := bgCreateDeployment(t, cs, "bg-deploy", 4)
+		orig := bgCreateDeployment(t, cs, "bg-deploy", 4, 0)
 		steps := plan(t, "bg-deploy")
 		if len(steps) != 4 {
 			t.Fatalf("%d steps, want 4", len(steps))
@@ -91,8 +91,49 @@ func bgDeployment(t *testing.T, c *testcluster.Cluster) {
 		})
 	})
 
+	// With minReadySeconds, the Deployment controller counts a replacement available only once it
+	// has been Ready that long (kubernetes pkg/controller/deployment/sync.go calculateStatus,
+	// podutil.IsPodAvailable): the next wave waits for that, so the Deployment's own count of
+	// available pods never drops below replicas - maxUnavailable.
+	t.Run("a Deployment with minReadySeconds keeps 3 of 4 available as its controller counts them", func(t *testing.T) {
+		const ns = "bg-deploy-minready"
+		bgCreateDeployment(t, cs, ns, 4, 5)
+		steps := plan(t, ns)
+		groups := fix.PlanBudgets(t.Context(), clients, nil, steps, "")
+		if len(groups) != 1 || groups[0].Budget.MaxUnavailable != 1 || groups[0].Budget.MinReadySeconds != 5 {
+			t.Fatalf("groups %+v, want the Deployment with maxUnavailable 1 and minReadySeconds 5", groups)
+		}
+		ctx, stop := context.WithCancel(t.Context())
+		least := make(chan int32, 1)
+		go func() {
+			lowest := int32(4)
+			defer func() { least <- lowest }()
+			w, err := cs.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=api"})
+			if err != nil {
+				t.Errorf("watch the Deployment: %v", err)
+				return
+			}
+			defer w.Stop()
+			for ev := range w.ResultChan() {
+				if d, ok := ev.Object.(*appsv1.Deployment); ok {
+					lowest = min(lowest, d.Status.AvailableReplicas)
+				}
+			}
+		}()
+		rs := fix.NewEngine(clients, fix.Options{Registry: reg, WaitTimeout: 3 * time.Minute, PollInterval: 500 * time.Millisecond}).Run(t.Context(), steps)
+		stop()
+		for _, r := range rs {
+			if r.Status != fix.StatusApplied {
+				t.Errorf("result %+v, want applied", r)
+			}
+		}
+		if got := <-least; got != 3 {
+			t.Errorf("the Deployment reported %d available pods at its lowest during the fix, want 3 (replicas 4 - maxUnavailable 1)", got)
+		}
+	})
+
 	t.Run("a Deployment of one replica is refused unless the action is named", func(t *testing.T) {
-		orig := bgCreateDeployment(t, cs, "bg-deploy-one", 1)
+		orig := bgCreateDeployment(t, cs, "bg-deploy-one", 1, 0)
 		rs := fix.NewEngine(clients, fix.Options{Registry: reg}).Run(t.Context(), plan(t, "bg-deploy-one"))
 		// maxUnavailable 25% of 1 rounded down is 0 (maxSurge rounds up to 1).
 		if len(rs) != 1 || rs[0].Status != fix.StatusRefused || !strings.Contains(rs[0].Reason, "has 1 replica") {
@@ -107,7 +148,7 @@ func bgDeployment(t *testing.T, c *testcluster.Cluster) {
 
 // bgCreateDeployment creates a Deployment whose pods the annotated check proposes to evict, waits
 // until its replicas are Ready, and returns their UIDs.
-func bgCreateDeployment(t *testing.T, cs kubernetes.Interface, ns string, replicas int32) map[types.UID]bool {
+func bgCreateDeployment(t *testing.T, cs kubernetes.Interface, ns string, replicas, minReadySeconds int32) map[types.UID]bool {
 	t.Helper()
 	ctx := t.Context()
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -116,7 +157,7 @@ func bgCreateDeployment(t *testing.T, cs kubernetes.Interface, ns string, replic
 	labels := map[string]string{"app": "api"}
 	_, err := cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: ns},
-		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Spec: appsv1.DeploymentSpec{Replicas: &replicas, MinReadySeconds: minReadySeconds, Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels,
 					Annotations: map[string]string{engineAnnotFixes: engineFixes(t, report.Fix{Action: "evict-pod", Risk: report.RiskMedium})}},
@@ -139,6 +180,10 @@ func bgCreateDeployment(t *testing.T, cs kubernetes.Interface, ns string, replic
 			orig[p.UID] = true
 		}
 		return len(orig) == int(replicas), nil
+	})
+	eventually(t, time.Minute, "the Deployment's replicas available", func(ctx context.Context) (bool, error) {
+		d, err := cs.AppsV1().Deployments(ns).Get(ctx, "api", metav1.GetOptions{})
+		return err == nil && d.Status.AvailableReplicas == replicas, err
 	})
 	return orig
 }
