@@ -1,0 +1,132 @@
+package snapshot
+
+import (
+	"sort"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
+)
+
+// The lookups checks query the snapshot through, on the indices Index builds.
+
+// Pod returns the metadata of the pod with the given UID (nil if there is none) and whether its
+// full object was read.
+func (s *Snapshot) Pod(uid types.UID) (*metav1.ObjectMeta, bool) {
+	m := s.podByUID[uid]
+	_, full := s.fullPodByUID[uid]
+	return m, full
+}
+
+// FullPod returns the complete pod object, if it was read.
+func (s *Snapshot) FullPod(uid types.UID) (*corev1.Pod, bool) {
+	p, ok := s.fullPodByUID[uid]
+	return p, ok
+}
+
+// PodsOwnedBy returns the metadata of the pods whose ownerReferences name the UID.
+func (s *Snapshot) PodsOwnedBy(uid types.UID) []*metav1.ObjectMeta { return s.podsByOwner[uid] }
+
+// PodsOnNode returns the fully read pods bound to a node.
+func (s *Snapshot) PodsOnNode(name string) []*corev1.Pod { return s.podsByNode[name] }
+
+// Node returns the node with the given name.
+func (s *Snapshot) Node(name string) (*corev1.Node, bool) {
+	n, ok := s.nodeByName[name]
+	return n, ok
+}
+
+// NodeLease returns the heartbeat Lease of a node.
+func (s *Snapshot) NodeLease(name string) (*coordinationv1.Lease, bool) {
+	l, ok := s.nodeLease[name]
+	return l, ok
+}
+
+// EventsFor returns the events about an object, newest last. Events match by UID, or by
+// kind, namespace and name when the event carries no UID.
+func (s *Snapshot) EventsFor(kind, namespace, name string, uid types.UID) []*corev1.Event {
+	seen := map[*corev1.Event]bool{}
+	var out []*corev1.Event
+	for _, e := range s.eventsByUID[uid] {
+		seen[e] = true
+		out = append(out, e)
+	}
+	for _, e := range s.eventsByName[eventKey(kind, namespace, name)] {
+		if !seen[e] && (e.InvolvedObject.UID == "" || e.InvolvedObject.UID == uid) {
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return EventTime(out[i]).Before(EventTime(out[j])) })
+	return out
+}
+
+// EventTime is the last time an event was seen.
+func EventTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		return e.Series.LastObservedTime.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
+// Workload returns the OpenKruise workload with the given UID.
+func (s *Snapshot) Workload(uid types.UID) (*kruise.Workload, bool) {
+	w, ok := s.workloadByUID[uid]
+	return w, ok
+}
+
+// Namespace returns the namespace object with the given name.
+func (s *Snapshot) Namespace(name string) (*corev1.Namespace, bool) {
+	n, ok := s.namespaceByNm[name]
+	return n, ok
+}
+
+// Deployment returns a Deployment by namespace and name.
+func (s *Snapshot) Deployment(namespace, name string) (*appsv1.Deployment, bool) {
+	for _, d := range s.Deployments {
+		if d.Namespace == namespace && d.Name == name {
+			return d, true
+		}
+	}
+	return nil, false
+}
+
+// Lease returns a controller leader Lease by namespace and name.
+func (s *Snapshot) Lease(namespace, name string) (*coordinationv1.Lease, bool) {
+	for _, l := range s.Leases {
+		if l.Namespace == namespace && l.Name == name {
+			return l, true
+		}
+	}
+	return nil, false
+}
+
+// ControllerPod returns a controller pod by namespace and name.
+func (s *Snapshot) ControllerPod(namespace, name string) (*corev1.Pod, bool) {
+	for _, p := range s.ControllerPods {
+		if p.Namespace == namespace && p.Name == name {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+// ControllerOf returns the controller ownerReference of an object.
+func ControllerOf(meta metav1.Object) *metav1.OwnerReference {
+	for _, ref := range meta.GetOwnerReferences() {
+		if ref.Controller != nil && *ref.Controller {
+			r := ref
+			return &r
+		}
+	}
+	return nil
+}
