@@ -100,6 +100,8 @@ type WorkloadStatus struct {
 	DesiredNumberScheduled int32 `json:"desiredNumberScheduled,omitempty"`
 	// UpdatedNumberScheduled is an Advanced DaemonSet's count of pods on its update revision.
 	UpdatedNumberScheduled int32 `json:"updatedNumberScheduled,omitempty"`
+	// NumberReady is an Advanced DaemonSet's count of nodes whose pod, of any revision, is Ready.
+	NumberReady int32 `json:"numberReady,omitempty"`
 }
 
 // WorkloadCondition is a status condition in the loose form Kruise writes.
@@ -192,7 +194,8 @@ type daemonSetSpec struct {
 	UpdateStrategy struct {
 		Type          string `json:"type"`
 		RollingUpdate *struct {
-			Type      string       `json:"type"`
+			// Type is Standard or InPlaceIfPossible (v1alpha1 RollingUpdateDaemonSet).
+			Type      string       `json:"rollingUpdateType"`
 			Paused    bool         `json:"paused"`
 			Partition *intOrString `json:"partition"`
 		} `json:"rollingUpdate"`
@@ -273,7 +276,7 @@ func WorkloadFromUnstructured(u *unstructured.Unstructured) (*Workload, error) {
 			w.UpdateType = UpdateOnDelete
 		}
 		if ru := o.Spec.UpdateStrategy.RollingUpdate; ru != nil {
-			if ru.Type == UpdateInPlaceIfPossible {
+			if ru.Type == UpdateInPlaceIfPossible && w.UpdateType != UpdateOnDelete {
 				w.UpdateType = UpdateInPlaceIfPossible
 			}
 			w.Paused = ru.Paused

@@ -31,7 +31,7 @@ func TestWorkloadPartition(t *testing.T) {
 			status := map[string]any{}
 			if tt.kind == KindDaemonSet {
 				spec = map[string]any{"updateStrategy": map[string]any{"type": "RollingUpdate",
-					"rollingUpdate": map[string]any{"type": UpdateInPlaceIfPossible, "partition": tt.partition}}}
+					"rollingUpdate": map[string]any{"rollingUpdateType": UpdateInPlaceIfPossible, "partition": tt.partition}}}
 				status["desiredNumberScheduled"] = tt.replicas
 			}
 			w, err := WorkloadFromUnstructured(&unstructured.Unstructured{Object: map[string]any{
@@ -65,6 +65,29 @@ func TestStatefulSetUnorderedUpdate(t *testing.T) {
 		}
 		if w.UnorderedUpdate != unordered || w.Partition == nil || *w.Partition != 1 {
 			t.Errorf("unordered %v: decoded UnorderedUpdate %v, partition %v", unordered, w.UnorderedUpdate, w.Partition)
+		}
+	}
+}
+
+// An Advanced DaemonSet names its rolling update's kind in rollingUpdate.rollingUpdateType
+// (RollingUpdateDaemonSet, apis/apps/v1alpha1/daemonset_types.go, kruise v1.9.0): Standard
+// recreates pods, InPlaceIfPossible updates them in place.
+func TestDaemonSetUpdateType(t *testing.T) {
+	for _, tt := range []struct{ strategy, rollingUpdateType, want string }{
+		{"RollingUpdate", "", UpdateReCreate},
+		{"RollingUpdate", "Standard", UpdateReCreate},
+		{"RollingUpdate", UpdateInPlaceIfPossible, UpdateInPlaceIfPossible},
+		{UpdateOnDelete, UpdateInPlaceIfPossible, UpdateOnDelete},
+	} {
+		w, err := WorkloadFromUnstructured(&unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": Group + "/v1alpha1", "kind": KindDaemonSet, "metadata": map[string]any{"name": "agent"},
+			"spec": map[string]any{"updateStrategy": map[string]any{"type": tt.strategy,
+				"rollingUpdate": map[string]any{"rollingUpdateType": tt.rollingUpdateType, "paused": true}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.UpdateType != tt.want || !w.Paused {
+			t.Errorf("%s/%q: UpdateType %q paused %v, want %q paused", tt.strategy, tt.rollingUpdateType, w.UpdateType, w.Paused, tt.want)
 		}
 	}
 }

@@ -60,7 +60,11 @@ func stalledRollout(s *snapshot.Snapshot, w *kruise.Workload) (*rollout, bool) {
 	case kruise.KindDaemonSet:
 		r.update = w.Status.DaemonSetHash
 		r.target = w.Status.DesiredNumberScheduled - partition
-		r.updated, r.ready = w.Status.UpdatedNumberScheduled, w.Status.UpdatedNumberScheduled
+		// The status has no count of updated ready pods: numberReady counts ready pods of any
+		// revision, so at least updated minus the nodes without a ready pod are (a lower bound:
+		// judging the pods decides).
+		r.updated = w.Status.UpdatedNumberScheduled
+		r.ready = max(0, r.updated-(w.Status.DesiredNumberScheduled-w.Status.NumberReady))
 		r.updating = r.updated < r.target
 	default:
 		replicas := int32(1)
@@ -146,6 +150,10 @@ func (r *rollout) countsLine() string {
 	w := r.w
 	line := fmt.Sprintf("%s %s/%s: %d of %d pods to update are on revision %s, %d of them ready", w.Kind, w.Namespace, w.Name,
 		r.updated, r.target, r.update, r.ready)
+	if w.Kind == kruise.KindDaemonSet {
+		line = fmt.Sprintf("%s %s/%s: %d of %d pods to update are on revision %s; %d of %d nodes run a ready pod", w.Kind, w.Namespace, w.Name,
+			r.updated, r.target, r.update, w.Status.NumberReady, w.Status.DesiredNumberScheduled)
+	}
 	if w.Partition != nil && *w.Partition > 0 {
 		line += fmt.Sprintf(" (partition %d)", *w.Partition)
 	}
