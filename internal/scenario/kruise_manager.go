@@ -52,9 +52,12 @@ var kruiseManagerLabels = map[string]string{"control-plane": "controller-manager
 //     maxUnavailable, replaced from the update revision; with spec.progressDeadlineSeconds, the
 //     Progressing condition as v1.9.0's calculateProgressingStatus sets it, ProgressDeadlineExceeded
 //     included.
-//   - in-place rollouts (kruise_inplace.go) when only images change: PreparingUpdate while an
-//     inPlaceUpdate hook is on the pod, then InPlaceUpdateReady=False, the inplace-update-state
-//     annotation and the new images, as v1.9.0's updatePod and inplaceupdate.Update do.
+//   - in-place rollouts (kruise_inplace.go) of images, labels and annotations (env from metadata,
+//     InPlaceUpdateEnvFromMetadata) and, with --feature-gates=InPlaceWorkloadVerticalScaling=true,
+//     cpu and memory through the pods' resize subresource: PreparingUpdate while an inPlaceUpdate
+//     hook is on the pod, then InPlaceUpdateReady=False (unless it only resizes), the
+//     inplace-update-state annotation and the new spec, as v1.9.0's updatePod and
+//     inplaceupdate.Update do.
 //
 // It never completes an in-place update (kwok restarts no container), and keeps no
 // ControllerRevisions or resourceVersion expectations.
@@ -64,7 +67,9 @@ type KruiseManager struct {
 	logFile string
 	logf    func(format string, args ...any)
 	// eventFilter is CloneSetEventHandlerOptimization=true.
-	eventFilter        bool
+	eventFilter bool
+	// verticalScaling is InPlaceWorkloadVerticalScaling=true.
+	verticalScaling    bool
 	expectationTimeout time.Duration
 
 	mu     sync.Mutex

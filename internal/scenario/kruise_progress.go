@@ -21,7 +21,9 @@ import (
 // maxUnavailable (default 20%, rounded up without maxSurge) leaves room for beside the pods
 // already unavailable (limitUpdateIndexes); the scale step then deletes them and creates their
 // replacements from the update revision. The in-place types update the pods so chosen in place
-// when only images change (updateInPlace), and never recreate. A paused CloneSet updates nothing.
+// when the change can be made in place (images, labels and annotations, and with
+// InPlaceWorkloadVerticalScaling cpu and memory: calculateInPlaceSpec), and never recreate. A
+// paused CloneSet updates nothing.
 func (p *leaderProcess) update(ctx context.Context, w *kruise.Workload, updateRevision string, active []*corev1.Pod, replicas int32) error {
 	if w.Paused || (w.UpdateType != kruise.UpdateReCreate && !w.InPlace()) || int32(len(active)) != replicas {
 		return nil
@@ -57,10 +59,8 @@ func (p *leaderProcess) update(ctx context.Context, w *kruise.Workload, updateRe
 	n := min(len(old)-partition, maxUnavailable-unavailable)
 	for _, pod := range old[:max(n, 0)] {
 		if w.InPlace() {
-			if imagesOnly(pod, w.Template.Spec.Containers) {
-				if err := p.updateInPlace(ctx, w, pod, updateRevision); err != nil {
-					return err
-				}
+			if err := p.updateInPlace(ctx, w, pod, updateRevision); err != nil {
+				return err
 			}
 			// The stand-in recreates no pod of an in-place CloneSet (InPlaceIfPossible would).
 			continue

@@ -8,9 +8,10 @@ const (
 )
 
 // KwokStages are the pod stages kwok plays. kwok before v0.8 clears every finalizer when it
-// deletes a pod, which no kubelet does; these stages behave like a kubelet: a pod runs and becomes
-// Ready, and a pod being deleted is deleted with grace period 0 once "its containers stopped",
-// leaving any finalizer for its owner. A pod labelled KubeletLabel gets the statuses a kubelet
+// deletes a pod, which no kubelet does; these stages behave like a kubelet: a pod runs (its
+// containers' status reporting the resources allocated to them) and becomes Ready, and a pod
+// being deleted is deleted with grace period 0 once "its containers stopped", leaving any
+// finalizer for its owner. A pod labelled KubeletLabel gets the statuses a kubelet
 // writes when its image cannot be pulled (ErrImagePull: Pending, waiting in ImagePullBackOff) or
 // its container exits at start (CrashLoopBackOff: Running, not Ready, restarted, last exit 1).
 // Node stages stay kwok's defaults.
@@ -23,6 +24,7 @@ metadata:
 ` + podPlaced + podConditionsReady + podContainer + `        ready: true
         started: true
         restartCount: 0
+        resources: {{ toJson .resources }}
         state:
           running:
             startedAt: {{ $now | Quote }}

@@ -57,7 +57,7 @@ func poll(ctx context.Context, timeout time.Duration, what string, cond func(ctx
 // node registers a node for kwok to play, as kwok's documentation creates one, in a pool.
 func (b *builder) node(ctx context.Context, name, pool string) error {
 	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("16"),
+		corev1.ResourceCPU:    resource.MustParse(nodeMilliCPU + "m"),
 		corev1.ResourceMemory: resource.MustParse("64Gi"),
 		corev1.ResourcePods:   resource.MustParse("110"),
 	}

@@ -69,6 +69,9 @@ type Env struct {
 	Files   Files
 	// Logf receives progress; nil discards it.
 	Logf func(format string, args ...any)
+	// KruiseFeatureGates are the kruise-manager feature gates enabled besides the chart's
+	// (StartKruiseManager); the stand-in models InPlaceWorkloadVerticalScaling.
+	KruiseFeatureGates []string
 }
 
 // Object names a Kubernetes object.

@@ -2,6 +2,8 @@ package scenario
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,7 +36,7 @@ func (b *builder) kruiseManager(ctx context.Context, shop *Shop) error {
 			Name: managerContainer, Image: "openkruise/kruise-manager:" + kruiseVersion, Command: []string{"/manager"},
 			Args: []string{"--enable-leader-election", "--metrics-addr=:8080", "--health-probe-addr=:8000", "--logtostderr=true",
 				"--leader-election-namespace=" + KruiseNamespace, "--v=4",
-				"--feature-gates=CloneSetEventHandlerOptimization=true",
+				"--feature-gates=" + strings.Join(append([]string{"CloneSetEventHandlerOptimization"}, b.env.KruiseFeatureGates...), "=true,") + "=true",
 				"--expectation-timeout=" + expectationTimeout.String()},
 		}},
 	}
@@ -47,6 +49,7 @@ func (b *builder) kruiseManager(ctx context.Context, shop *Shop) error {
 		return err
 	}
 	m := newKruiseManager(b.env.Kube, b.env.Dynamic, b.env.Files.ManagerLog, true, expectationTimeout, b.env.Logf)
+	m.verticalScaling = slices.Contains(b.env.KruiseFeatureGates, "InPlaceWorkloadVerticalScaling")
 	go m.Run(ctx)
 	shop.Manager = m
 	if err := m.WaitLeading(ctx, time.Minute); err != nil {

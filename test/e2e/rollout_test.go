@@ -118,12 +118,13 @@ func TestRolloutStalledSidecarSet(t *testing.T) {
 }
 
 // rolloutCluster is the scenario's cluster (kwok's pod stages, the scheduler and
-// kube-controller-manager) with its nodes and the kruise-manager stand-in running, which rolls
-// out CloneSets and sets their Progressing condition as v1.9.0 does (internal/scenario).
-func rolloutCluster(t *testing.T) *krEnv {
+// kube-controller-manager) with its nodes and the kruise-manager stand-in running, with the
+// kruise feature gates named besides the chart's, which rolls out CloneSets and sets their
+// Progressing condition as v1.9.0 does (internal/scenario).
+func rolloutCluster(t *testing.T, kruiseFeatureGates ...string) *krEnv {
 	t.Helper()
 	c, files := scenarioCluster(t)
-	env := scenario.Env{Kube: c.Clientset(), Dynamic: c.Dynamic(), Files: files, Logf: t.Logf}
+	env := scenario.Env{Kube: c.Clientset(), Dynamic: c.Dynamic(), Files: files, Logf: t.Logf, KruiseFeatureGates: kruiseFeatureGates}
 	if _, err := scenario.StartKruiseManager(t.Context(), env); err != nil {
 		t.Fatalf("start the kruise-manager stand-in: %v", err)
 	}
@@ -157,18 +158,24 @@ type roRollout struct {
 	name      string
 	deadline  int64 // spec.progressDeadlineSeconds
 	lifecycle map[string]any
+	base      map[string]any // merged into spec.template the pods start from
 	template  map[string]any // merged into spec.template
 	strategy  map[string]any // spec.updateStrategy set with the template
 	reason    string         // the Progressing reason the rollout reaches
 }
 
-// roRollOut creates the CloneSets, waits until each is available, runs settled, then changes
-// every template and waits until each Progressing condition has its reason.
+// roRollOut creates the CloneSets (from base when set), waits until each is available, runs
+// settled, then changes every template and waits until each Progressing condition has its reason.
 func roRollOut(t *testing.T, k *krEnv, ns, updateType string, rollouts []roRollout, settled func()) {
 	t.Helper()
 	for _, r := range rollouts {
-		k.cloneSet(t, ns, r.name, 2, r.lifecycle, updateType)
-		roPatch(t, k, ns, r.name, map[string]any{"spec": map[string]any{"progressDeadlineSeconds": r.deadline}})
+		replicas, spec := int64(2), map[string]any{"progressDeadlineSeconds": r.deadline}
+		if r.base != nil {
+			// Created without pods, so that they all start from base.
+			replicas, spec["replicas"], spec["template"] = 0, int64(2), r.base
+		}
+		k.cloneSet(t, ns, r.name, replicas, r.lifecycle, updateType)
+		roPatch(t, k, ns, r.name, map[string]any{"spec": spec})
 	}
 	for _, r := range rollouts {
 		roWaitProgressing(t, k, ns, r.name, "CloneSetAvailable")
