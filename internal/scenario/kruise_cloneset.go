@@ -22,18 +22,9 @@ import (
 
 // reconcile is the CloneSet controller's doReconcile, reduced to what the scenario exercises.
 func (p *leaderProcess) reconcile(ctx context.Context, key string) error {
-	obj, exists, err := p.sets.GetIndexer().GetByKey(key)
-	if err != nil {
+	u, w, err := cachedWorkload(p.sets, p.exp, key)
+	if err != nil || w == nil {
 		return err
-	}
-	if !exists {
-		p.exp.forget(key)
-		return nil
-	}
-	u := obj.(*unstructured.Unstructured)
-	w, err := kruise.WorkloadFromUnstructured(u)
-	if err != nil || w.DeletionTimestamp != nil {
-		return nil
 	}
 	// Unsatisfied scale expectations skip the reconcile before anything else, status included.
 	if ok, waited, dirty := p.exp.satisfied(key); !ok {
@@ -205,16 +196,21 @@ func (p *leaderProcess) deletePod(ctx context.Context, w *kruise.Workload, key s
 
 // event records an event on the CloneSet as kruise's cloneset-controller recorder does.
 func (p *leaderProcess) event(ctx context.Context, w *kruise.Workload, typ, reason, msg string) {
+	recordEvent(ctx, p.m, cloneSetController, w, typ, reason, msg)
+}
+
+// recordEvent records an event on the workload from the named controller.
+func recordEvent(ctx context.Context, m *KruiseManager, controller string, w *kruise.Workload, typ, reason, msg string) {
 	now := metav1.Now()
 	e := &corev1.Event{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", w.Name, now.UnixNano()), Namespace: w.Namespace},
 		InvolvedObject: corev1.ObjectReference{APIVersion: w.APIVersion, Kind: w.Kind, Namespace: w.Namespace,
 			Name: w.Name, UID: w.UID, ResourceVersion: w.ResourceVersion},
 		Reason: reason, Message: msg, Type: typ, Count: 1, FirstTimestamp: now, LastTimestamp: now,
-		Source: corev1.EventSource{Component: cloneSetController}, ReportingController: cloneSetController,
+		Source: corev1.EventSource{Component: controller}, ReportingController: controller,
 	}
-	if _, err := p.m.kube.CoreV1().Events(w.Namespace).Create(ctx, e, metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
-		p.m.logf("kruise-manager: record event %s on %s/%s: %v", reason, w.Namespace, w.Name, err)
+	if _, err := m.kube.CoreV1().Events(w.Namespace).Create(ctx, e, metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
+		m.logf("kruise-manager: record event %s on %s/%s: %v", reason, w.Namespace, w.Name, err)
 	}
 }
 

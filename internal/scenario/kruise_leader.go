@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,6 +29,8 @@ type leaderProcess struct {
 	exp      *scaleExpectations
 	log      *managerLog
 	hasSync  func() bool
+	// workloads are the controllers of the other workload kinds the leader runs.
+	workloads []*workloadController
 }
 
 const byController = "controller"
@@ -69,13 +72,36 @@ func (m *KruiseManager) startLeader(parent context.Context, pod, identity string
 		cancel()
 		return nil, err
 	}
-	p.hasSync = func() bool { return p.pods.HasSynced() && p.sets.HasSynced() }
+	if err := p.startWorkloadControllers(); err != nil {
+		cancel()
+		return nil, err
+	}
+	p.hasSync = func() bool {
+		synced := p.pods.HasSynced() && p.sets.HasSynced()
+		for _, c := range p.workloads {
+			synced = synced && c.sets.HasSynced()
+		}
+		return synced
+	}
 	go p.pods.Run(ctx.Done())
 	go p.sets.Run(ctx.Done())
+	for _, c := range p.workloads {
+		go c.sets.Run(ctx.Done())
+	}
 	go func() {
 		defer close(p.done)
 		if !cache.WaitForCacheSync(ctx.Done(), p.hasSync) {
 			return
+		}
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		for _, c := range p.workloads {
+			log.info("controller.go:219", `"Starting workers" controller=%q worker count=1`, c.name)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c.run(ctx)
+			}()
 		}
 		log.info("controller.go:219", `"Starting workers" controller="cloneset" worker count=1`)
 		go func() {

@@ -58,6 +58,11 @@ var kruiseManagerLabels = map[string]string{"control-plane": "controller-manager
 //     hook is on the pod, then InPlaceUpdateReady=False (unless it only resizes), the
 //     inplace-update-state annotation and the new spec, as v1.9.0's updatePod and
 //     inplaceupdate.Update do.
+//   - the Advanced StatefulSet and Advanced DaemonSet controllers (kruise_statefulset.go,
+//     kruise_daemonset.go, each with its own informer and queue, kruise_workers.go): ordered
+//     creation and a rolling update from the highest ordinal down to the partition within
+//     maxUnavailable; one pod per fitting node and a rolling update within partition and
+//     maxUnavailable; the status counts the check reads. v1.9.0 gives neither a progress deadline.
 //
 // It never completes an in-place update (kwok restarts no container), and keeps no
 // ControllerRevisions or resourceVersion expectations.

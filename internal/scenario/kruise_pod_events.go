@@ -13,7 +13,8 @@ import (
 )
 
 // The leader's pod event handlers: each event observes the scale expectations and requeues the
-// pod's CloneSet, except the updates CloneSetEventHandlerOptimization filters out.
+// pod's CloneSet, except the updates CloneSetEventHandlerOptimization filters out, or the pod's
+// Advanced StatefulSet or Advanced DaemonSet.
 
 // cloneSetKey returns the CloneSet that controls the pod, as "namespace/name".
 func cloneSetKey(pod *corev1.Pod) (string, bool) {
@@ -33,6 +34,9 @@ func (p *leaderProcess) podAdded(obj any) {
 	if key, ok := cloneSetKey(pod); ok {
 		p.exp.observe(key, "create", pod.Name)
 		p.queue.Add(key)
+	} else if c, key, ok := p.podOwner(pod); ok {
+		c.exp.observe(key, "create", pod.Name)
+		c.queue.Add(key)
 	}
 }
 
@@ -47,6 +51,9 @@ func (p *leaderProcess) podDeleted(obj any) {
 	if key, ok := cloneSetKey(pod); ok {
 		p.exp.observe(key, "delete", pod.Name)
 		p.queue.Add(key)
+	} else if c, key, ok := p.podOwner(pod); ok {
+		c.exp.observe(key, "delete", pod.Name)
+		c.queue.Add(key)
 	}
 }
 
@@ -61,6 +68,9 @@ func (p *leaderProcess) podUpdated(oldObj, newObj any) {
 	}
 	key, ok := cloneSetKey(cur)
 	if !ok {
+		if c, key, ok := p.podOwner(cur); ok {
+			c.queue.Add(key)
+		}
 		return
 	}
 	labelsChanged := !equality.Semantic.DeepEqual(oldPod.Labels, cur.Labels)
