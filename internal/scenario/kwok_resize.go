@@ -26,15 +26,7 @@ apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
   name: pod-resize-deferred
-spec:
-  resourceRef:
-    apiGroup: v1
-    kind: Pod
-  selector:
-    matchExpressions:
-    - key: '.metadata.deletionTimestamp'
-      operator: 'DoesNotExist'
-    - key: '.status.podIP'
+` + podNotDeleted + `    - key: '.status.podIP'
       operator: 'Exists'
     - key: '.metadata.labels["` + KubeletFullNodeLabel + `"]'
       operator: 'In'

@@ -89,7 +89,13 @@ spec:
 // IP yet (each stage gives it one, so it applies once), and ends with the KubeletLabel key whose
 // operator the stage adds.
 const (
-	podStarting = `spec:
+	podStarting = podNotDeleted + `    - key: '.status.podIP'
+      operator: 'DoesNotExist'
+    - key: '.metadata.labels["` + KubeletLabel + `"]'
+`
+	// podNotDeleted begins a pod stage's spec: it selects pods not being deleted, and the stage
+	// adds its own requirements.
+	podNotDeleted = `spec:
   resourceRef:
     apiGroup: v1
     kind: Pod
@@ -97,9 +103,6 @@ const (
     matchExpressions:
     - key: '.metadata.deletionTimestamp'
       operator: 'DoesNotExist'
-    - key: '.status.podIP'
-      operator: 'DoesNotExist'
-    - key: '.metadata.labels["` + KubeletLabel + `"]'
 `
 	podStarted = `  next:
     statusTemplate: |
