@@ -113,23 +113,24 @@ func TestRolloutStalledAdvanced(t *testing.T) {
 	if len(rep.Findings) != 3 {
 		t.Fatalf("want findings on db, agent and agent-all only, got:\n%s", krSummaries(&rep))
 	}
-	db := krFind(t, &rep, "rollout-stalled", "db")
-	if db.Object.Kind != kruise.KindStatefulSet {
-		t.Errorf("db: object %s", db.Object)
+	for _, want := range []struct {
+		name, kind string
+		evidence   []string
+	}{
+		{"db", kruise.KindStatefulSet, []string{"StatefulSet advanced/db: 1 of 3 pods to update are on revision db-", "0 of them ready",
+			"pod db-2 container app waits with ImagePullBackOff for image registry.shop.example/app:2-typo"}},
+		{"agent", kruise.KindDaemonSet, []string{"DaemonSet advanced/agent: 1 of 2 pods to update are on revision", "1 of 2 nodes run a ready pod",
+			"container app waits with ImagePullBackOff for image registry.shop.example/app:2-typo"}},
+		// Every pod replaced and none ready: the status counts no updated ready pods, numberReady tells.
+		{"agent-all", kruise.KindDaemonSet, []string{"DaemonSet advanced/agent-all: 2 of 2 pods to update are on revision",
+			"0 of 2 nodes run a ready pod", "container app waits with ImagePullBackOff"}},
+	} {
+		f := krFind(t, &rep, "rollout-stalled", want.name)
+		if f.Object.Kind != want.kind {
+			t.Errorf("%s: object %s, want a %s", want.name, f.Object, want.kind)
+		}
+		assertFinding(t, f, "image-pull-failing", report.SeverityError, want.evidence, nil)
 	}
-	assertFinding(t, db, "image-pull-failing", report.SeverityError, []string{
-		"StatefulSet advanced/db: 1 of 3 pods to update are on revision db-", "0 of them ready",
-		"pod db-2 container app waits with ImagePullBackOff for image registry.shop.example/app:2-typo"}, nil)
-	agent := krFind(t, &rep, "rollout-stalled", "agent")
-	if agent.Object.Kind != kruise.KindDaemonSet {
-		t.Errorf("agent: object %s", agent.Object)
-	}
-	assertFinding(t, agent, "image-pull-failing", report.SeverityError, []string{
-		"DaemonSet advanced/agent: 1 of 2 pods to update are on revision", "1 of 2 nodes run a ready pod",
-		"container app waits with ImagePullBackOff for image registry.shop.example/app:2-typo"}, nil)
-	// Every pod replaced and none ready: the status counts no updated ready pods, numberReady tells.
-	assertFinding(t, krFind(t, &rep, "rollout-stalled", "agent-all"), "image-pull-failing", report.SeverityError, []string{
-		"DaemonSet advanced/agent-all: 2 of 2 pods to update are on revision", "0 of 2 nodes run a ready pod"}, nil)
 }
 
 // advTemplate is the first template of the workload: app=<name>, image app:1; a DaemonSet's
