@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -76,25 +77,30 @@ func buildReport(api ReportAPI, ns string, fs []report.Finding) *unstructured.Un
 	// Findings arrive sorted by check, severity and object (report.Normalize); sorting by ID on
 	// top would reorder results from one cycle to the next for no reason, so keep that order.
 	var results []any
-	fail, warn := 0, 0
 	for _, f := range fs {
-		res := result(f)
-		if res["result"] == "fail" {
-			fail++
-		} else {
-			warn++
-		}
-		results = append(results, res)
+		results = append(results, result(f))
 	}
-	obj := map[string]any{
-		"apiVersion": api.GroupVersion.String(), "kind": kind, "metadata": meta,
-		"summary": map[string]any{"pass": int64(0), "fail": int64(fail), "warn": int64(warn), "error": int64(0), "skip": int64(0)},
-		"results": results,
-	}
+	obj := map[string]any{"apiVersion": api.GroupVersion.String(), "kind": kind, "metadata": meta}
 	if api.ReportSource {
 		obj["source"] = resultSource
 	}
-	return &unstructured.Unstructured{Object: obj}
+	u := &unstructured.Unstructured{Object: obj}
+	setResults(u, results)
+	return u
+}
+
+// setResults sets a report's results and the summary that counts them by result.
+func setResults(u *unstructured.Unstructured, results []any) {
+	sum := map[string]any{"pass": int64(0), "fail": int64(0), "warn": int64(0), "error": int64(0), "skip": int64(0)}
+	for _, r := range results {
+		if m, ok := r.(map[string]any); ok {
+			if n, ok := sum[fmt.Sprint(m["result"])].(int64); ok {
+				sum[fmt.Sprint(m["result"])] = n + 1
+			}
+		}
+	}
+	u.Object["summary"] = sum
+	u.Object["results"] = results
 }
 
 // result maps one finding to a report result: error -> fail/high, warning -> warn/medium,

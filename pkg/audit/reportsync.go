@@ -111,13 +111,23 @@ func (w *ReportWriter) note(gv string) {
 }
 
 // Sync makes the reports match r, which must come from a cycle that looked (never a failed one:
-// its silence would delete reports). It returns how many reports it applied and deleted.
+// its silence would delete reports). When r's coverage is incomplete the reports say what was not
+// covered and keep what may merely be unread (planReports). It returns how many reports it
+// applied and deleted.
 func (w *ReportWriter) Sync(ctx context.Context, r *report.Report) (applied, deleted int, err error) {
 	api, err := w.api()
 	if err != nil || api == nil {
 		return 0, 0, err
 	}
-	want := BuildReports(r, *api)
+	// The auditor's reports as they are: what a scan that could not cover everything carries
+	// over, and what the prune compares with.
+	existing, err := w.list(ctx, *api)
+	if err != nil && len(gapsOf(r.Coverage)) > 0 {
+		// Without them the carried-over results would be lost: write nothing this cycle.
+		return 0, 0, err
+	}
+	listErr := err
+	want := planReports(r, *api, existing, w.namespace)
 	var errs []error
 	for _, ns := range slices.Sorted(maps.Keys(want)) {
 		err := w.apply(ctx, *api, want[ns])
@@ -131,7 +141,10 @@ func (w *ReportWriter) Sync(ctx context.Context, r *report.Report) (applied, del
 			errs = append(errs, err)
 		}
 	}
-	deleted, err = w.prune(ctx, *api, want)
+	if listErr != nil {
+		return applied, 0, errors.Join(append(errs, listErr)...)
+	}
+	deleted, err = w.prune(ctx, *api, existing, want)
 	return applied, deleted, errors.Join(append(errs, err)...)
 }
 
@@ -154,37 +167,43 @@ func (w *ReportWriter) apply(ctx context.Context, api ReportAPI, obj interface{ 
 	return nil
 }
 
-// prune deletes the auditor's reports (its name and label) in the scanned scope that want lacks.
-func (w *ReportWriter) prune(ctx context.Context, api ReportAPI, want map[string]*unstructured.Unstructured) (int, error) {
+// list returns the auditor's reports (its name and label) in the scanned scope.
+func (w *ReportWriter) list(ctx context.Context, api ReportAPI) ([]unstructured.Unstructured, error) {
 	sel := metav1.ListOptions{LabelSelector: ManagedByLabel + "=" + ManagedByValue, FieldSelector: "metadata.name=" + ReportName}
-	var errs []error
-	deleted := 0
 	scopes := []dynamic.ResourceInterface{w.dyn.Resource(api.GVR(false)).Namespace(w.namespace)}
 	if w.namespace == "" {
 		scopes = append(scopes, w.dyn.Resource(api.GVR(true)))
 	}
+	var out []unstructured.Unstructured
 	for _, res := range scopes {
 		list, err := res.List(ctx, sel)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("list reports: %w", err))
+			return nil, fmt.Errorf("list reports: %w", err)
+		}
+		out = append(out, list.Items...)
+	}
+	return out, nil
+}
+
+// prune deletes the existing reports that want lacks.
+func (w *ReportWriter) prune(ctx context.Context, api ReportAPI, existing []unstructured.Unstructured, want map[string]*unstructured.Unstructured) (int, error) {
+	var errs []error
+	deleted := 0
+	for _, item := range existing {
+		if _, ok := want[item.GetNamespace()]; ok {
 			continue
 		}
-		for _, item := range list.Items {
-			if _, ok := want[item.GetNamespace()]; ok {
-				continue
-			}
-			target := res
-			if item.GetNamespace() != "" {
-				target = w.dyn.Resource(api.GVR(false)).Namespace(item.GetNamespace())
-			}
-			uid := item.GetUID()
-			err := target.Delete(ctx, item.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-			if err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("delete report %s/%s: %w", item.GetNamespace(), item.GetName(), err))
-				continue
-			}
-			deleted++
+		var target dynamic.ResourceInterface = w.dyn.Resource(api.GVR(true))
+		if item.GetNamespace() != "" {
+			target = w.dyn.Resource(api.GVR(false)).Namespace(item.GetNamespace())
 		}
+		uid := item.GetUID()
+		err := target.Delete(ctx, item.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete report %s/%s: %w", item.GetNamespace(), item.GetName(), err))
+			continue
+		}
+		deleted++
 	}
 	return deleted, errors.Join(errs...)
 }

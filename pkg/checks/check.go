@@ -159,6 +159,10 @@ var evidenceOnly = map[snapshot.Input]bool{
 	snapshot.InputEvents: true, snapshot.InputControllerLogs: true, snapshot.InputClusterAPILogs: true,
 }
 
+// EvidenceOnly says whether in only adds evidence: a check that could not read it still finds
+// everything it finds with it, with less detail.
+func EvidenceOnly(in snapshot.Input) bool { return evidenceOnly[in] }
+
 // Run runs the checks on the snapshot and returns their findings and coverage. minAge, when
 // non-negative, replaces every check's own threshold.
 func Run(s *snapshot.Snapshot, cs []Check, minAge time.Duration) ([]report.Finding, report.Coverage) {
@@ -166,7 +170,7 @@ func Run(s *snapshot.Snapshot, cs []Check, minAge time.Duration) ([]report.Findi
 	cov := report.Coverage{Checks: []string{}}
 	for _, c := range cs {
 		info := c.Info()
-		var missing, degraded []string
+		var missing, degraded, missingIn, degradedIn []string
 		for _, n := range info.Needs {
 			if err, ok := s.Unread[n.Input]; ok && !evidenceOnly[n.Input] && !retry.Limit(err) && !slices.ContainsFunc(cov.Unread,
 				func(u report.InputNote) bool { return u.Input == string(n.Input) }) {
@@ -181,17 +185,17 @@ func Run(s *snapshot.Snapshot, cs []Check, minAge time.Duration) ([]report.Findi
 				continue
 			}
 			if n.Optional {
-				degraded = append(degraded, err.Error())
+				degraded, degradedIn = append(degraded, err.Error()), append(degradedIn, string(n.Input))
 			} else {
-				missing = append(missing, err.Error())
+				missing, missingIn = append(missing, err.Error()), append(missingIn, string(n.Input))
 			}
 		}
 		if len(missing) > 0 {
-			cov.Skipped = append(cov.Skipped, report.Note{Check: info.ID, Reason: strings.Join(missing, "; ")})
+			cov.Skipped = append(cov.Skipped, report.Note{Check: info.ID, Reason: strings.Join(missing, "; "), Inputs: missingIn})
 			continue
 		}
 		if len(degraded) > 0 {
-			cov.Degraded = append(cov.Degraded, report.Note{Check: info.ID, Reason: strings.Join(degraded, "; ")})
+			cov.Degraded = append(cov.Degraded, report.Note{Check: info.ID, Reason: strings.Join(degraded, "; "), Inputs: degradedIn})
 		}
 		cov.Checks = append(cov.Checks, info.ID)
 		threshold := info.Threshold

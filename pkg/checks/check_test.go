@@ -95,11 +95,15 @@ func TestRunCoverage(t *testing.T) {
 	if ok.gotAge != 5*time.Minute {
 		t.Errorf("threshold = %v, want the check's own", ok.gotAge)
 	}
-	if len(cov.Skipped) != 1 || cov.Skipped[0].Check != "skipped" || cov.Skipped[0].Reason != "forbidden: list nodes" {
+	if len(cov.Skipped) != 1 || cov.Skipped[0].Check != "skipped" || cov.Skipped[0].Reason != "forbidden: list nodes" ||
+		strings.Join(cov.Skipped[0].Inputs, ",") != string(snapshot.InputNodes) {
 		t.Errorf("skipped = %+v", cov.Skipped)
 	}
-	if len(cov.Degraded) != 1 || cov.Degraded[0].Check != "degraded" {
+	if len(cov.Degraded) != 1 || cov.Degraded[0].Check != "degraded" || strings.Join(cov.Degraded[0].Inputs, ",") != string(snapshot.InputControllerLogs) {
 		t.Errorf("degraded = %+v", cov.Degraded)
+	}
+	if !EvidenceOnly(snapshot.InputControllerLogs) || EvidenceOnly(snapshot.InputNodes) {
+		t.Error("controller logs only add evidence; nodes are detected from")
 	}
 	if strings.Join(cov.Checks, ",") != "ok,degraded" {
 		t.Errorf("checks that ran = %v", cov.Checks)

@@ -110,6 +110,9 @@ func (c Coverage) Blind() string {
 type Note struct {
 	Check  string `json:"check"`
 	Reason string `json:"reason"`
+	// Inputs are the unreadable inputs that skipped or degraded the check (the auditor tells
+	// those a check detects from from those that only add evidence).
+	Inputs []string `json:"inputs,omitempty"`
 }
 
 // Summary counts findings by severity.
