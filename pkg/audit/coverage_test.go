@@ -2,6 +2,7 @@ package audit
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -55,10 +56,8 @@ func resultLines(u *unstructured.Unstructured) string {
 		out = append(out, strings.TrimSpace(strings.Join([]string{m["policy"].(string), m["rule"].(string), m["result"].(string), name}, " ")))
 	}
 	sum := u.Object["summary"].(map[string]any)
-	return strings.Join(out, "; ") + " | " + strings.Join([]string{"fail=" + jsonOfAny(sum["fail"]), "warn=" + jsonOfAny(sum["warn"]), "error=" + jsonOfAny(sum["error"])}, " ")
+	return strings.Join(out, "; ") + fmt.Sprintf(" | fail=%v warn=%v error=%v", sum["fail"], sum["warn"], sum["error"])
 }
-
-func jsonOfAny(v any) string { raw, _ := json.Marshal(v); return string(raw) }
 
 // The last complete scan published a stalled CloneSet in shop and db and a stuck pod in shop.
 func lastGood(t *testing.T) []unstructured.Unstructured {
