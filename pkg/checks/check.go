@@ -204,5 +204,6 @@ func Run(s *snapshot.Snapshot, cs []Check, minAge time.Duration) ([]report.Findi
 		}
 		findings = append(findings, c.Run(s, threshold)...)
 	}
+	linkBlockers(findings)
 	return findings, cov
 }
