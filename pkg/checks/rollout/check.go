@@ -130,6 +130,11 @@ func workloadDraft(s *snapshot.Snapshot, r *rollout, pe *podEnv) (workloadFindin
 		d.Evidence = append(d.Evidence, checks.Evidencef("condition Progressing=False reason %s since %s ago: %s",
 			r.deadline.Reason, checks.Age(s.Now, r.deadline.LastTransitionTime.Time), checks.Truncate(r.deadline.Message, 200)))
 	}
+	if len(r.pods) == 0 {
+		// Nothing to judge: the controller did not get a pod of the revision created.
+		d.Evidence = append(d.Evidence, checks.Evidencef("no pod of revision %s exists; the controller records a create the apiserver "+
+			"refused as a FailedCreate event on the %s", r.update, w.Kind))
+	}
 	var blocks []report.BlockRef
 	for i, v := range vs {
 		if i < maxNamed {
@@ -178,7 +183,8 @@ func words(w *kruise.Workload, cause, age string) (string, string) {
 		RootCauseBlockedByStuckPod: "the rollout waits on pods another check reports as stuck (see blockedBy); fix those first",
 		RootCausePodsNotReady:      "new-revision pods run but do not become Ready (readiness probes or gates); find out why or roll back",
 		RootCauseProgressDeadline: "the controller reports ProgressDeadlineExceeded and the pods read show no single cause; read the " +
-			"new-revision pods' events",
+			"new-revision pods' events, and the workload's own: a pod the apiserver refused to create (a ResourceQuota, an admission " +
+			"webhook) is a FailedCreate event there",
 	}[cause]
 	return what, strings.ToUpper(msg[:1]) + msg[1:] + "."
 }
