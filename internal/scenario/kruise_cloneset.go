@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"sort"
@@ -71,13 +72,16 @@ func (p *leaderProcess) reconcile(ctx context.Context, key string) error {
 	if w.Replicas != nil {
 		replicas = *w.Replicas
 	}
-	if err := p.scale(ctx, w, key, updateRevision, hash, active); err != nil {
-		return err
+	// doReconcile writes the status whatever the sync returned (a refused create included), then
+	// returns the sync's error so the key is retried with backoff (cloneset_controller.go, v1.9.0).
+	syncErr := p.scale(ctx, w, key, updateRevision, hash, active)
+	if syncErr == nil {
+		syncErr = p.update(ctx, w, updateRevision, active, replicas)
 	}
-	if err := p.update(ctx, w, updateRevision, active, replicas); err != nil {
-		return err
+	if err := p.writeStatus(ctx, u, w, active, replicas, updateRevision); err != nil {
+		return errors.Join(syncErr, err)
 	}
-	return p.writeStatus(ctx, u, w, active, replicas, updateRevision)
+	return syncErr
 }
 
 // templateHash names the template's revision as kruise's ControllerRevision hashes do.
@@ -123,7 +127,8 @@ func (p *leaderProcess) setLifecycleState(ctx context.Context, pod *corev1.Pod, 
 	if err != nil {
 		return nil, fmt.Errorf("set lifecycle state of pod %s: %w", pod.Name, err)
 	}
-	// kruise's pod readiness controller follows the lifecycle state with KruisePodReady.
+	// KruisePodReady stays True (podreadiness, v1.9.0): only a hook's markPodNotReady, which the
+	// stand-in does not model, sets it False. The write is a no-op kept for pods created before it.
 	if err := p.setConditions(ctx, out, corev1.PodCondition{Type: "KruisePodReady", Status: corev1.ConditionTrue}); err != nil {
 		return nil, err
 	}
@@ -175,13 +180,18 @@ func (p *leaderProcess) createPod(ctx context.Context, w *kruise.Workload, key, 
 	created, err := p.m.kube.CoreV1().Pods(w.Namespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: managerFieldManager})
 	if err != nil {
 		p.exp.observe(key, "create", pod.Name)
-		p.event(ctx, w, corev1.EventTypeWarning, "FailedCreate", fmt.Sprintf("failed to create pod: %v", err))
+		raw, _ := json.Marshal(pod)
+		p.event(ctx, w, corev1.EventTypeWarning, "FailedCreate", fmt.Sprintf("failed to create pod: %v, pod: %s", err, raw))
 		return fmt.Errorf("create pod for %s: %w", key, err)
 	}
 	p.event(ctx, w, corev1.EventTypeNormal, "SuccessfulCreate", "succeed to create pod "+created.Name)
+	// inplaceupdate's Refresh sets InPlaceUpdateReady on a pod with its gate; the pod readiness
+	// controller sets KruisePodReady True on a pod with its gate and no such condition
+	// (ReconcilePodReadiness.Reconcile, pkg/controller/podreadiness, v1.9.0), whatever the
+	// lifecycle state: a PreparingNormal pod can be Ready, it is only not available.
 	return p.setConditions(ctx, created,
 		corev1.PodCondition{Type: kruise.ConditionInPlaceReady, Status: corev1.ConditionTrue},
-		corev1.PodCondition{Type: "KruisePodReady", Status: corev1.ConditionFalse})
+		corev1.PodCondition{Type: "KruisePodReady", Status: corev1.ConditionTrue})
 }
 
 func (p *leaderProcess) deletePod(ctx context.Context, w *kruise.Workload, key string, pod *corev1.Pod) error {
@@ -219,7 +229,7 @@ func (p *leaderProcess) writeStatus(ctx context.Context, u *unstructured.Unstruc
 	replicas int32, updateRevision string) error {
 	var ready, available, updated, updatedReady, updatedAvailable int64
 	for _, pod := range active {
-		r := podReady(pod)
+		r := podUpdateReady(pod)
 		a := r && pod.Labels[kruise.LabelLifecycleState] == kruise.StateNormal
 		if r {
 			ready++
@@ -285,6 +295,7 @@ func (p *leaderProcess) writeStatus(ctx context.Context, u *unstructured.Unstruc
 	return nil
 }
 
+// podReady says whether the pod's Ready condition is True (podutil.IsPodReady).
 func podReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
@@ -292,6 +303,17 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// podUpdateReady is IsPodUpdateReady (pkg/controller/cloneset/core/cloneset_core.go, v1.9.0, with
+// minReadySeconds 0): Running, Ready, and InPlaceUpdateReady not set other than True.
+func podUpdateReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == kruise.ConditionInPlaceReady && c.Status != corev1.ConditionTrue {
+			return false
+		}
+	}
+	return p.Status.Phase == corev1.PodRunning && podReady(p)
 }
 
 func hasString(list []string, s string) bool {

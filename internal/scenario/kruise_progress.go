@@ -39,7 +39,7 @@ func (p *leaderProcess) update(ctx context.Context, w *kruise.Workload, updateRe
 			}
 			continue
 		}
-		if _, chosen := pod.Labels[kruise.LabelSpecifiedDelete]; chosen || !podReady(pod) || pod.Labels[kruise.LabelLifecycleState] != kruise.StateNormal {
+		if _, chosen := pod.Labels[kruise.LabelSpecifiedDelete]; chosen || !podUpdateReady(pod) || pod.Labels[kruise.LabelLifecycleState] != kruise.StateNormal {
 			unavailable++
 			continue
 		}

@@ -5,15 +5,22 @@ const (
 	KubeletLabel            = "scenario.workloaddoctor.test/kubelet"
 	KubeletErrImagePull     = "ErrImagePull"
 	KubeletCrashLoopBackOff = "CrashLoopBackOff"
+	// KubeletReadinessProbeFailing: the containers run and their readiness probe never passes.
+	KubeletReadinessProbeFailing = "ReadinessProbeFailing"
 )
 
 // KwokStages are the pod stages kwok plays. kwok before v0.8 clears every finalizer when it
 // deletes a pod, which no kubelet does; these stages behave like a kubelet: a pod runs (its
-// containers' status reporting the resources allocated to them) and becomes Ready, and a pod
-// being deleted is deleted with grace period 0 once "its containers stopped", leaving any
-// finalizer for its owner. A pod labelled KubeletLabel gets the statuses a kubelet
-// writes when its image cannot be pulled (ErrImagePull: Pending, waiting in ImagePullBackOff) or
-// its container exits at start (CrashLoopBackOff: Running, not Ready, restarted, last exit 1).
+// containers' status reporting the resources allocated to them) and becomes Ready once every
+// readiness gate's condition is True, and a pod being deleted is deleted with
+// grace period 0 once "its containers stopped", leaving any finalizer for its owner. Ready follows
+// the pod's containers and readiness gates whenever they change (pod-readiness), with the
+// kubelet's reasons and messages (GeneratePodReadyCondition, pkg/kubelet/status/generate.go):
+// ContainersNotReady, else ReadinessGatesNotReady. A pod labelled KubeletLabel gets the statuses
+// a kubelet writes when its image cannot be pulled (ErrImagePull: Pending, waiting in
+// ImagePullBackOff), its container exits at start (CrashLoopBackOff: Running, not Ready,
+// restarted, last exit 1) or its readiness probe fails (ReadinessProbeFailing: Running, the
+// container running but not ready, and the kubelet's Unhealthy event).
 // Node stages stay kwok's defaults.
 const KwokStages = `apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
@@ -21,15 +28,40 @@ metadata:
   name: pod-running
 ` + podStarting + `      operator: 'DoesNotExist'
 ` + podStarted + `      phase: Running
-` + podPlaced + podConditionsReady + podContainer + `        ready: true
-        started: true
-        restartCount: 0
+` + podPlaced + podConditionsContainersReady + podReadyCondition + podContainer + `        ready: true
         resources: {{ toJson .resources }}
-        state:
-          running:
-            startedAt: {{ $now | Quote }}
-      {{ end }}
----
+` + podContainerStarted + `---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-readiness
+` + podNotDeleted + `    - key: '.status.phase'
+      operator: 'In'
+      values: ['Running']
+    - key: '` + podReadyDisagrees + `'
+      operator: 'In'
+      values: ['true']
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+` + podReadyCondition + `---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-readiness-probe-failing
+` + podStarting + `      operator: 'In'
+      values: ['` + KubeletReadinessProbeFailing + `']
+  next:
+    event:
+      type: Warning
+      reason: Unhealthy
+      message: 'Readiness probe failed: HTTP probe failed with statuscode: 503'
+    statusTemplate: |
+      {{ $now := Now }}
+      phase: Running
+` + podPlaced + podConditionsNotReady + podContainer + `        ready: false
+` + podContainerStarted + `---
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
@@ -116,25 +148,74 @@ const (
         status: "True"
         lastTransitionTime: {{ $now | Quote }}
 `
-	podConditionsReady = `      - type: ContainersReady
-        status: "True"
-        lastTransitionTime: {{ $now | Quote }}
-      - type: Ready
+	podConditionsContainersReady = `      - type: ContainersReady
         status: "True"
         lastTransitionTime: {{ $now | Quote }}
 `
+	// podReadyCondition is the Ready condition the kubelet derives: False ContainersNotReady
+	// while a container status says not ready, else False ReadinessGatesNotReady while a
+	// readiness gate's condition is missing or not True, else True. Starting a pod, the
+	// containers have no status yet and are made ready by the same patch.
+	podReadyCondition = `      {{ $containers := list }}
+      {{ range .status.containerStatuses }}{{ if not .ready }}{{ $containers = append $containers .name }}{{ end }}{{ end }}
+      {{ $gates := list }}
+      {{ range $g := .spec.readinessGates }}
+      {{ $status := "" }}
+      {{ range $.status.conditions }}{{ if eq .type $g.conditionType }}{{ $status = .status }}{{ end }}{{ end }}
+      {{ if eq $status "" }}{{ $gates = append $gates (printf "corresponding condition of pod readiness gate %q does not exist." $g.conditionType) }}
+      {{ else if ne $status "True" }}{{ $gates = append $gates (printf "the status of pod readiness gate %q is not \"True\", but %s" $g.conditionType $status) }}{{ end }}
+      {{ end }}
+      - type: Ready
+      {{ if $containers }}
+        status: "False"
+        reason: ContainersNotReady
+        message: {{ printf "containers with unready status: [%s]" (join " " $containers) | Quote }}
+      {{ else if $gates }}
+        status: "False"
+        reason: ReadinessGatesNotReady
+        message: {{ join ", " $gates | Quote }}
+      {{ else }}
+        status: "True"
+        reason: null
+        message: null
+      {{ end }}
+        lastTransitionTime: {{ $now | Quote }}
+`
+	// podReadyDisagrees selects a running pod whose Ready condition (status, reason, message) is
+	// not what its containers and readiness gates say: the same rule and words as
+	// podReadyCondition, so a gate that turns True while another stays False is told too.
+	podReadyDisagrees = `(reduce (.status.conditions[]?) as $c ({}; .[$c.type] = $c.status)) as $st` +
+		` | [.status.containerStatuses[]? | select(.ready != true) | .name] as $uc` +
+		` | [.spec.readinessGates[]?.conditionType | if $st[.] == null then "corresponding condition of pod readiness gate \"\(.)\" does not exist."` +
+		` elif $st[.] != "True" then "the status of pod readiness gate \"\(.)\" is not \"True\", but \($st[.])" else empty end] as $ug` +
+		` | (if ($uc | length) > 0 then {status: "False", reason: "ContainersNotReady", message: "containers with unready status: [\($uc | join(" "))]"}` +
+		` elif ($ug | length) > 0 then {status: "False", reason: "ReadinessGatesNotReady", message: ($ug | join(", "))}` +
+		` else {status: "True", reason: null, message: null} end)` +
+		` != ([.status.conditions[]? | select(.type == "Ready") | {status, reason, message}] | first)`
 	podContainer = `      containerStatuses:
       {{ range .spec.containers }}
       - name: {{ .name | Quote }}
         image: {{ .image | Quote }}
 `
-	podConditionsNotReady = `      - type: ContainersReady
+	// podContainerStarted ends the status of a container that started and runs, and the range
+	// over the containers.
+	podContainerStarted = `        started: true
+        restartCount: 0
+        state:
+          running:
+            startedAt: {{ $now | Quote }}
+      {{ end }}
+`
+	podConditionsNotReady = `      {{ $names := list }}{{ range .spec.containers }}{{ $names = append $names .name }}{{ end }}
+      - type: ContainersReady
         status: "False"
         reason: ContainersNotReady
+        message: {{ printf "containers with unready status: [%s]" (join " " $names) | Quote }}
         lastTransitionTime: {{ $now | Quote }}
       - type: Ready
         status: "False"
         reason: ContainersNotReady
+        message: {{ printf "containers with unready status: [%s]" (join " " $names) | Quote }}
         lastTransitionTime: {{ $now | Quote }}
 `
 )
