@@ -3,6 +3,7 @@ package audit
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -93,12 +94,12 @@ func planReports(r *report.Report, api ReportAPI, existing []unstructured.Unstru
 			continue
 		}
 		if want[ns] == nil {
-			want[ns] = buildReport(api, ns, nil)
+			want[ns] = buildReport(api, ns, nil, time.Time{})
 		}
 		setResults(want[ns], append(resultsOf(want[ns]), kept...))
 	}
 	if want[scope] == nil {
-		want[scope] = buildReport(api, scope, nil)
+		want[scope] = buildReport(api, scope, nil, time.Time{})
 	}
 	for _, rep := range want {
 		res := resultsOf(rep)

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
@@ -60,12 +62,12 @@ func BuildReports(r *report.Report, api ReportAPI) map[string]*unstructured.Unst
 	}
 	out := map[string]*unstructured.Unstructured{}
 	for ns, fs := range byNS {
-		out[ns] = buildReport(api, ns, fs)
+		out[ns] = buildReport(api, ns, fs, r.Metadata.GeneratedAt)
 	}
 	return out
 }
 
-func buildReport(api ReportAPI, ns string, fs []report.Finding) *unstructured.Unstructured {
+func buildReport(api ReportAPI, ns string, fs []report.Finding, now time.Time) *unstructured.Unstructured {
 	kind := api.Kind
 	if ns == "" {
 		kind = api.ClusterKind
@@ -78,7 +80,7 @@ func buildReport(api ReportAPI, ns string, fs []report.Finding) *unstructured.Un
 	// top would reorder results from one cycle to the next for no reason, so keep that order.
 	var results []any
 	for _, f := range fs {
-		results = append(results, result(f))
+		results = append(results, result(f, now))
 	}
 	obj := map[string]any{"apiVersion": api.GroupVersion.String(), "kind": kind, "metadata": meta}
 	if api.ReportSource {
@@ -104,8 +106,8 @@ func setResults(u *unstructured.Unstructured, results []any) {
 }
 
 // result maps one finding to a report result: error -> fail/high, warning -> warn/medium,
-// info -> warn/low.
-func result(f report.Finding) map[string]any {
+// info -> warn/low. now is the scan's time.
+func result(f report.Finding, now time.Time) map[string]any {
 	res, sev := "warn", "low"
 	switch f.Severity {
 	case report.SeverityError:
@@ -145,9 +147,34 @@ func result(f report.Finding) map[string]any {
 	}
 	return map[string]any{
 		"source": resultSource, "policy": f.Check, "rule": f.RootCause.ID, "category": resultCategory,
-		"result": res, "severity": sev, "message": f.Summary,
+		"result": res, "severity": sev, "message": stableMessage(f.Summary, f.Since, now),
 		"timestamp":  map[string]any{"seconds": f.Since.Unix(), "nanos": int64(0)},
 		"resources":  []any{ref},
 		"properties": props,
 	}
+}
+
+// stableMessage is the summary with its age ("Terminating for 5m: ...") given as the time it
+// counts from ("Terminating since 2026-11-24T10:00:00Z: ..."), so a finding that stays the same
+// leaves its report unchanged from one cycle to the next: without it every cycle would rewrite
+// every report, for a number a reader can work out from the timestamp. The summary's age was
+// taken at the scan's time, which GeneratedAt keeps to the second, so both whole seconds are
+// tried. A summary whose age counts from another time is kept as it is.
+func stableMessage(summary string, since, now time.Time) string {
+	if since.IsZero() {
+		return summary
+	}
+	for _, at := range []time.Time{now, now.Add(time.Second)} {
+		age := " for " + checks.Age(at, since)
+		i := strings.Index(summary, age)
+		if i < 0 {
+			continue
+		}
+		rest := summary[i+len(age):]
+		if rest != "" && (unicode.IsLetter(rune(rest[0])) || unicode.IsDigit(rune(rest[0]))) {
+			continue // a longer age ("5m" within "5m1s")
+		}
+		return summary[:i] + " since " + since.UTC().Format(time.RFC3339) + rest
+	}
+	return summary
 }

@@ -2,11 +2,14 @@ package audit
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
@@ -80,5 +83,38 @@ func TestBuildReportsMapsFindingsToResults(t *testing.T) {
 func TestBuildReportsEmpty(t *testing.T) {
 	if got := BuildReports(newReport(looked), OpenReports); len(got) != 0 {
 		t.Errorf("reports for a clean scan: %v", slices.Sorted(maps.Keys(got)))
+	}
+}
+
+// A finding that stays the same writes the same result in the next cycle: its age is given as
+// the time it counts from, so a report is not rewritten only because time passed.
+func TestReportMessageIsStableAcrossCycles(t *testing.T) {
+	since := t0.Add(-5*time.Minute - 30*time.Second)
+	msg := func(now time.Time, format string) string {
+		f := finding("shop", "Pod", "web-1", "stuck-terminating", "finalizer-owner-missing", report.SeverityError, 0, nil)
+		f.Since = since
+		f.Summary = fmt.Sprintf(format, checks.Age(now, since))
+		r := newReport(looked, f)
+		r.Metadata.GeneratedAt = now.Truncate(time.Second)
+		return resultsOf(BuildReports(r, ReportAPIs[0])["shop"])[0].(map[string]any)["message"].(string)
+	}
+	for _, format := range []string{"Terminating for %s: finalizer example.com/x not removed", "pod shop/web-1 of CloneSet web has been PreparingNormal for %s"} {
+		first, later := msg(t0, format), msg(t0.Add(7*time.Minute+400*time.Millisecond), format)
+		if first != later {
+			t.Errorf("message changed between cycles:\n%s\n%s", first, later)
+		}
+		if !strings.Contains(first, " since "+since.UTC().Format(time.RFC3339)) || strings.Contains(first, " for ") {
+			t.Errorf("message %q does not give the time the age counts from", first)
+		}
+	}
+	// An age that counts from another time stays as the check wrote it.
+	other := finding("shop", "Pod", "web-2", "stuck-terminating", "finalizer-owner-missing", report.SeverityError, time.Hour, nil)
+	other.Summary = "Terminating for 3d: volume still attached"
+	if got := stableMessage(other.Summary, other.Since, t0); got != other.Summary {
+		t.Errorf("message %q, want the summary unchanged", got)
+	}
+	// A shorter age within a longer one is not taken for it.
+	if got := stableMessage("Terminating for 5m10s: x", t0.Add(-5*time.Minute), t0); got != "Terminating for 5m10s: x" {
+		t.Errorf("message %q, want the summary unchanged", got)
 	}
 }

@@ -94,9 +94,16 @@ func TestAuditMetricsAndReports(t *testing.T) {
 	if _, err := c.Dynamic().Resource(audit.OpenReports.GVR(false)).Namespace(ns).Patch(ctx, audit.ReportName, types.MergePatchType, labelPatch, metav1.PatchOptions{FieldManager: "kubectl-label"}); err != nil {
 		t.Fatal(err)
 	}
-	p.withinCycles(t, 1000, "success", "one more good cycle", func(s2 scrape) bool { return s2.scans("success") >= s.scans("success")+1 })
-	if rep := auditReport(t, c, audit.OpenReports, ns); rep == nil || rep.GetLabels()["team"] != "platform" || rep.GetLabels()["app.kubernetes.io/managed-by"] != "workloaddoctor" {
-		t.Errorf("after re-apply: %v", rep)
+	s = p.withinCycles(t, 1000, "success", "one more good cycle", func(s2 scrape) bool { return s2.scans("success") >= s.scans("success")+1 })
+	labelled := auditReport(t, c, audit.OpenReports, ns)
+	if labelled == nil || labelled.GetLabels()["team"] != "platform" || labelled.GetLabels()["app.kubernetes.io/managed-by"] != "workloaddoctor" {
+		t.Fatalf("after re-apply: %v", labelled)
+	}
+	// The finding stays as it was: the next cycles apply the same report, which the apiserver
+	// does not write again (its age is given as the time it counts from, not as a duration).
+	s = p.withinCycles(t, 1000, "success", "two more good cycles", func(s2 scrape) bool { return s2.scans("success") >= s.scans("success")+2 })
+	if rep := auditReport(t, c, audit.OpenReports, ns); rep == nil || rep.GetResourceVersion() != labelled.GetResourceVersion() {
+		t.Errorf("an unchanged finding rewrote its report: resourceVersion %s -> %v\n%v", labelled.GetResourceVersion(), rep.GetResourceVersion(), rep.Object["results"])
 	}
 
 	// The apiserver unreachable: cycles fail, are counted, and the finding stays published.
