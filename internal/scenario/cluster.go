@@ -59,7 +59,7 @@ func ClusterOptions(dir string) (testcluster.Options, Files, error) {
 		return testcluster.Options{}, files, fmt.Errorf("scenario files: %w", err)
 	}
 	config := filepath.Join(dir, "kwok.yaml")
-	if err := os.WriteFile(config, []byte(KwokStages+KwokResizeDeferred+KwokClusterLogs(KruiseNamespace, managerContainer, files.ManagerLog)), 0o600); err != nil {
+	if err := os.WriteFile(config, []byte(KwokStages+KwokResizeDeferred+KwokContainerRestarts+KwokClusterLogs(KruiseNamespace, managerContainer, files.ManagerLog)), 0o600); err != nil {
 		return testcluster.Options{}, files, fmt.Errorf("scenario files: %w", err)
 	}
 	return testcluster.Options{

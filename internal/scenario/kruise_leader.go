@@ -31,12 +31,13 @@ type leaderProcess struct {
 	hasSync  func() bool
 	// workloads are the controllers of the other workload kinds the leader runs.
 	workloads []*workloadController
+	sidecars  *sidecarSetController
 }
 
 const byController = "controller"
 
 func (m *KruiseManager) startLeader(parent context.Context, pod, identity string) (*leaderProcess, error) {
-	log := &managerLog{path: m.logFile}
+	log := &managerLog{path: m.logFile, verbosity: m.podVerbosity(parent, pod)}
 	if err := log.reset(); err != nil {
 		return nil, err
 	}
@@ -76,8 +77,14 @@ func (m *KruiseManager) startLeader(parent context.Context, pod, identity string
 		cancel()
 		return nil, err
 	}
+	sidecars, err := newSidecarSetController(p)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	p.sidecars = sidecars
 	p.hasSync = func() bool {
-		synced := p.pods.HasSynced() && p.sets.HasSynced()
+		synced := p.pods.HasSynced() && p.sets.HasSynced() && p.sidecars.sets.HasSynced()
 		for _, c := range p.workloads {
 			synced = synced && c.sets.HasSynced()
 		}
@@ -88,6 +95,7 @@ func (m *KruiseManager) startLeader(parent context.Context, pod, identity string
 	for _, c := range p.workloads {
 		go c.sets.Run(ctx.Done())
 	}
+	go p.sidecars.sets.Run(ctx.Done())
 	go func() {
 		defer close(p.done)
 		if !cache.WaitForCacheSync(ctx.Done(), p.hasSync) {
@@ -95,6 +103,11 @@ func (m *KruiseManager) startLeader(parent context.Context, pod, identity string
 		}
 		var wg sync.WaitGroup
 		defer wg.Wait()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.sidecars.run(ctx)
+		}()
 		for _, c := range p.workloads {
 			log.info("controller.go:219", `"Starting workers" controller=%q worker count=1`, c.name)
 			wg.Add(1)

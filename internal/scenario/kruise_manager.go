@@ -58,6 +58,11 @@ var kruiseManagerLabels = map[string]string{"control-plane": "controller-manager
 //     hook is on the pod, then InPlaceUpdateReady=False (unless it only resizes), the
 //     inplace-update-state annotation and the new spec, as v1.9.0's updatePod and
 //     inplaceupdate.Update do.
+//   - the SidecarSet controller (kruise_sidecarset*.go): status counts, in-place sidecar image
+//     updates within maxUnavailable, paused and partition, and the update expectations whose leak
+//     (a pod deleted during its update, DeletePodInSidecarUpdate) freezes the SidecarSet with
+//     "matched pods has some update in flight" until the leader restarts. Pods are created
+//     already injected (CreateInjectedPod): the stand-in runs no webhook.
 //   - the Advanced StatefulSet and Advanced DaemonSet controllers (kruise_statefulset.go,
 //     kruise_daemonset.go, each with its own informer and queue, kruise_workers.go): ordered
 //     creation and a rolling update from the highest ordinal down to the partition within
@@ -79,6 +84,8 @@ type KruiseManager struct {
 
 	mu     sync.Mutex
 	leader *leaderProcess
+	// sidecarRaces counts, per SidecarSet, the pod deletions armed by DeletePodInSidecarUpdate.
+	sidecarRaces map[string]int
 }
 
 // newKruiseManager returns the stand-in for a manager run with the given flags.

@@ -12,6 +12,8 @@ import (
 type managerLog struct {
 	mu   sync.Mutex
 	path string
+	// verbosity is the container's --v: the klog.V lines it writes.
+	verbosity int
 }
 
 // reset starts a new container's log.
@@ -37,4 +39,11 @@ func (l *managerLog) info(file, format string, args ...any) {
 	}
 	defer f.Close()
 	fmt.Fprintf(f, "%s stderr F %s\n", now.Format(time.RFC3339Nano), line)
+}
+
+// infoV appends the line when the process runs at the level or above (klog.V(level).InfoS).
+func (l *managerLog) infoV(level int, file, format string, args ...any) {
+	if l.verbosity >= level {
+		l.info(file, format, args...)
+	}
 }

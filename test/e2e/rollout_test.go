@@ -2,120 +2,14 @@ package e2e
 
 import (
 	"encoding/json"
-	"fmt"
 	"testing"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
-
-var roSidecarSets = schema.GroupVersionResource{Group: "apps.kruise.io", Version: "v1alpha1", Resource: "sidecarsets"}
-
-// A SidecarSet whose update stopped on a leaked in-flight expectation, as the v1.9.0 SidecarSet
-// controller leaves it (Processor.UpdateSidecarSet, pkg/controller/sidecarset/sidecarset_processor.go):
-// status written before the expectation check, then nothing; pods keep the old hash. The test
-// writes what the manager would have (no kruise-manager runs), and the leader's log through the
-// real pods/log path that kwok serves. Without the log line the finding proposes no write; with
-// it, restart-controller-leader, high risk on the single replica; paused, nothing.
-func TestRolloutStalledSidecarSet(t *testing.T) {
-	t.Parallel()
-	pluginBinary(t)
-	k := startKruiseCluster(t)
-	k.node(t, krKwokNode, true)
-	k.manager(t, krLogsNamespace, "v1.9.0", nil, krKwokNode, true)
-	const ns = "ss-inflight"
-	k.namespace(t, ns)
-
-	ss := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet",
-		"metadata": map[string]any{"name": "mesh", "annotations": map[string]any{"kruise.io/sidecarset-hash": "h2"}},
-		"spec": map[string]any{"selector": map[string]any{"matchLabels": map[string]any{"app": "web"}},
-			"containers": []any{map[string]any{"name": "proxy", "image": "envoy:1.31"}}},
-	}}
-	created, err := k.dyn.Resource(roSidecarSets).Create(k.ctx, ss, metav1.CreateOptions{FieldManager: "kubectl-client-side-apply"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	created.Object["status"] = map[string]any{"observedGeneration": created.GetGeneration(), "matchedPods": int64(3),
-		"updatedPods": int64(1), "readyPods": int64(3), "updatedReadyPods": int64(1), "latestRevision": "mesh-6b7f"}
-	if _, err := k.dyn.Resource(roSidecarSets).UpdateStatus(k.ctx, created, metav1.UpdateOptions{FieldManager: "kruise-manager"}); err != nil {
-		t.Fatal(err)
-	}
-	for name, hash := range map[string]string{"web-a": "h2", "web-b": "h1", "web-c": "h1"} {
-		entry := fmt.Sprintf(`{"mesh":{"updateTimestamp":%q,"hash":%q,"sidecarSetName":"mesh","sidecarList":["proxy"]}}`,
-			time.Now().UTC().Format(time.RFC3339), hash)
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "web"},
-			Annotations: map[string]string{"kruise.io/sidecarset-injected-list": "mesh", "kruise.io/sidecarset-hash": entry}},
-			Spec: corev1.PodSpec{NodeName: krKwokNode, Containers: []corev1.Container{{Name: "app", Image: "web:1"}, {Name: "proxy", Image: "envoy:1.30"}}}}
-		if _, err := k.cs.CoreV1().Pods(ns).Create(k.ctx, pod, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	scan := func(t *testing.T) *report.Report {
-		t.Helper()
-		stdout, stderr, code := runPlugin(t, k.c.Kubeconfig, "scan", "-n", ns, "--kruise-namespace", krLogsNamespace,
-			"--checks", "rollout-stalled", "--min-age", "0s", "-o", "json")
-		if code != 0 && code != 2 {
-			t.Fatalf("scan: exit %d\n%s\n%s", code, stdout, stderr)
-		}
-		var rep report.Report
-		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
-			t.Fatalf("scan -o json: %v\n%s", err, stdout)
-		}
-		return &rep
-	}
-	only := func(t *testing.T, rep *report.Report) report.Finding {
-		t.Helper()
-		if len(rep.Findings) != 1 || rep.Findings[0].Object.Kind != "SidecarSet" || rep.Findings[0].Object.Name != "mesh" {
-			t.Fatalf("want one finding on SidecarSet mesh, got:\n%s", krSummaries(rep))
-		}
-		return rep.Findings[0]
-	}
-
-	t.Run("no log line: stalled, no write", func(t *testing.T) {
-		k.writeLog(t, `I1124 10:00:00.000000       1 cloneset_controller.go:235] "unrelated line"`)
-		f := only(t, scan(t))
-		if f.RootCause.ID != "sidecarset-update-stalled" || len(f.Fixes) != 0 {
-			t.Fatalf("got %s with fixes %+v", f.RootCause.ID, f.Fixes)
-		}
-	})
-	t.Run("the leader logs the update in flight: restart-controller-leader", func(t *testing.T) {
-		k.writeLog(t, time.Now().UTC().Format("I0102 15:04:05.000000")+`       1 sidecarset_processor.go:108] "Sidecarset matched pods has some update in flight, will sync later" sidecarSet="mesh" pods=["`+ns+`/web-b"]`)
-		f := only(t, scan(t))
-		if f.RootCause.ID != "sidecarset-update-in-flight" || len(f.Fixes) != 1 || f.Fixes[0].Action != "restart-controller-leader" {
-			t.Fatalf("got %s with fixes %+v", f.RootCause.ID, f.Fixes)
-		}
-		if f.Fixes[0].Risk != report.RiskHigh {
-			t.Errorf("the only manager replica: risk %s, want high", f.Fixes[0].Risk)
-		}
-	})
-	t.Run("paused: the user holds it", func(t *testing.T) {
-		patch := []byte(`{"spec":{"updateStrategy":{"paused":true}}}`)
-		if _, err := k.dyn.Resource(roSidecarSets).Patch(k.ctx, "mesh", types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-patch"}); err != nil {
-			t.Fatal(err)
-		}
-		// observedGeneration follows, as the controller writes it on its next reconcile.
-		u, err := k.dyn.Resource(roSidecarSets).Get(k.ctx, "mesh", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = unstructured.SetNestedField(u.Object, u.GetGeneration(), "status", "observedGeneration")
-		if _, err := k.dyn.Resource(roSidecarSets).UpdateStatus(k.ctx, u, metav1.UpdateOptions{FieldManager: "kruise-manager"}); err != nil {
-			t.Fatal(err)
-		}
-		if rep := scan(t); len(rep.Findings) != 0 {
-			t.Fatalf("a paused SidecarSet is not stalled:\n%s", krSummaries(rep))
-		}
-	})
-}
 
 // rolloutCluster is the scenario's cluster (kwok's pod stages, the scheduler and
 // kube-controller-manager) with its nodes and the kruise-manager stand-in running, with the
@@ -123,12 +17,20 @@ func TestRolloutStalledSidecarSet(t *testing.T) {
 // Progressing condition as v1.9.0 does (internal/scenario).
 func rolloutCluster(t *testing.T, kruiseFeatureGates ...string) *krEnv {
 	t.Helper()
+	k, _ := rolloutClusterManager(t, kruiseFeatureGates...)
+	return k
+}
+
+// rolloutClusterManager is rolloutCluster with the stand-in, for tests that arm its races.
+func rolloutClusterManager(t *testing.T, kruiseFeatureGates ...string) (*krEnv, *scenario.KruiseManager) {
+	t.Helper()
 	c, files := scenarioCluster(t)
 	env := scenario.Env{Kube: c.Clientset(), Dynamic: c.Dynamic(), Files: files, Logf: t.Logf, KruiseFeatureGates: kruiseFeatureGates}
-	if _, err := scenario.StartKruiseManager(t.Context(), env); err != nil {
+	m, err := scenario.StartKruiseManager(t.Context(), env)
+	if err != nil {
 		t.Fatalf("start the kruise-manager stand-in: %v", err)
 	}
-	return &krEnv{c: c, cs: c.Clientset(), dyn: c.Dynamic(), ctx: t.Context(), logFile: files.ManagerLog}
+	return &krEnv{c: c, cs: c.Clientset(), dyn: c.Dynamic(), ctx: t.Context(), logFile: files.ManagerLog}, m
 }
 
 // roPatch applies a merge patch to a CloneSet as `kubectl patch` does.
