@@ -269,3 +269,40 @@ func TestReportsWrittenOnlyByALeaderAfterAGoodCycle(t *testing.T) {
 		t.Errorf("log lines:\n%s", logs.String())
 	}
 }
+
+// A check that could not read an input it detects from keeps its earlier findings in the
+// metrics until a cycle covers it again; one degraded only in its evidence does not.
+func TestMetricsKeepFindingsACheckCouldNotLookFor(t *testing.T) {
+	held := finding("shop", "Widget", "w", "stuck-terminating", "finalizer-owner-not-acting", report.SeverityWarning, time.Minute, nil)
+	pod := finding("shop", "Pod", "web-1", "stuck-terminating", "finalizer-owner-missing", report.SeverityError, time.Minute, nil)
+	forbidden, evidence := looked, looked
+	forbidden.Degraded = []report.Note{{Check: "stuck-terminating", Reason: "forbidden: list example.com/widgets", Inputs: []string{"objects"}}}
+	evidence.Degraded = []report.Note{{Check: "stuck-terminating", Reason: "events unreadable", Inputs: []string{"events"}}}
+	later := newReport(forbidden, pod)
+	later.Metadata.GeneratedAt = t0.Add(time.Hour)
+	s := &scripted{
+		reports: []*report.Report{newReport(looked, held, pod), later, newReport(forbidden), newReport(evidence, pod), newReport(looked)},
+		errs:    make([]error, 5),
+	}
+	a := newAuditor(t, s, io.Discard)
+	widget := `workloaddoctor_finding_age_seconds{check="stuck-terminating",kind="Widget",name="w",namespace="shop",owner_kind="",owner_name="",pod="",root_cause="finalizer-owner-not-acting",severity="warning"}`
+	for i, want := range []struct {
+		widget   string // the Widget's age series, "" absent
+		findings int
+	}{
+		{widget + " 60", 2},
+		{widget + " 3660", 2}, // not read this cycle: kept, its age measured at the cycle
+		{widget + " 60", 2},   // neither found again: both kept
+		{"", 1},               // only the events unread: the scan vouches for what it did not find
+		{"", 0},
+	} {
+		a.RunCycle(t.Context())
+		got := metricsText(t, a)
+		if n := strings.Count(got, "workloaddoctor_finding_age_seconds{"); n != want.findings {
+			t.Errorf("cycle %d: %d age series, want %d:\n%s", i+1, n, want.findings, got)
+		}
+		if has := strings.Contains(got, widget); has != (want.widget != "") || (has && !strings.Contains(got, want.widget)) {
+			t.Errorf("cycle %d: want %q in:\n%s", i+1, want.widget, got)
+		}
+	}
+}

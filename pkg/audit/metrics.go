@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -116,6 +117,8 @@ type findingsCollector struct {
 	count, age *prometheus.Desc
 	mu         sync.Mutex
 	series     []prometheus.Metric
+	// published are the findings the series show, carried ones included.
+	published []report.Finding
 }
 
 func (c *findingsCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -132,10 +135,33 @@ func (c *findingsCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// set publishes the report's findings. A check that may have missed findings this cycle
+// (skipped, or without an input it detects from) keeps its findings of earlier cycles that were
+// not found again, as the reports keep their results (planReports): an alert on a finding must
+// not resolve because the auditor lost a permission, and fire again when it is back. Their age
+// goes on growing; the coverage gauge says the cycle was incomplete.
 func (c *findingsCollector) set(r *report.Report) {
-	series := findingSeries(c.count, c.age, r)
+	hidden := map[string]bool{}
+	for _, g := range gapsOf(r.Coverage) {
+		hidden[g.note.Check] = hidden[g.note.Check] || g.hides
+	}
+	shown := *r
+	if len(hidden) > 0 {
+		found := map[string]bool{}
+		for _, f := range r.Findings {
+			found[f.Check+"\x00"+f.Object.String()] = true
+		}
+		c.mu.Lock()
+		for _, f := range c.published {
+			if hidden[f.Check] && !found[f.Check+"\x00"+f.Object.String()] {
+				shown.Findings = append(slices.Clip(shown.Findings), f)
+			}
+		}
+		c.mu.Unlock()
+	}
+	series := findingSeries(c.count, c.age, &shown)
 	c.mu.Lock()
-	c.series = series
+	c.series, c.published = series, shown.Findings
 	c.mu.Unlock()
 }
 
