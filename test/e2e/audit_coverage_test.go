@@ -77,6 +77,10 @@ func TestAuditDegradedCoverage(t *testing.T) {
 	if s.scans("error") != errs {
 		t.Errorf("a degraded cycle counted as an error: %d -> %d", errs, s.scans("error"))
 	}
+	// The metrics keep the Widget's finding too: an alert on it does not resolve.
+	if got := s.series("workloaddoctor_findings"); len(got) != 2 || len(s.series("workloaddoctor_findings", `kind="Widget"`)) != 1 {
+		t.Errorf("findings series in the degraded cycle = %v, want the ConfigMap's and the Widget's", got)
+	}
 	gap := "stuck-terminating partly-evaluated error "
 	wr := auditReport(t, c, audit.OpenReports, "rd-widget")
 	if wr == nil || wr.GetUID() != widgetBefore.GetUID() {
