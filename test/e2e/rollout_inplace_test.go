@@ -102,7 +102,17 @@ func TestRolloutStalledInPlaceOnNode(t *testing.T) {
 		rep := roScan(t, k, ns, 2)
 		assertFinding(t, krFind(t, rep, "rollout-stalled", "relabel"), "inplace-daemon-missing", report.SeverityError, []string{
 			"waits for kruise-daemon on node " + relabeled.Spec.NodeName,
-			"DaemonSet " + scenario.KruiseNamespace + "/kruise-daemon: 0 of 0 pods available"}, nil)
+			"DaemonSet " + scenario.KruiseNamespace + "/kruise-daemon: 0 of 0 pods available; its pods were not read: the scan covers namespace " +
+				ns + " only"}, nil)
+		// A scan of every namespace lists the daemon's pods: none is on the node.
+		stdout, stderr, code := runPlugin(t, k.c.Kubeconfig, "scan", "-A", "--checks", "rollout-stalled", "-o", "json")
+		var all report.Report
+		if err := json.Unmarshal([]byte(stdout), &all); code != 2 || err != nil {
+			t.Fatalf("scan -A: exit %d (%v)\n%s\n%s", code, err, stdout, stderr)
+		}
+		assertFinding(t, krFind(t, &all, "rollout-stalled", "relabel"), "inplace-daemon-missing", report.SeverityError, []string{
+			"DaemonSet " + scenario.KruiseNamespace + "/kruise-daemon: 0 of 0 pods available; no kruise-daemon pod is on node " +
+				relabeled.Spec.NodeName + ": the DaemonSet has no pods"}, nil)
 	})
 }
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -215,5 +216,14 @@ func TestRolloutStalledQuotaRefusesPods(t *testing.T) {
 			"no pod of revision", "FailedCreate"}, nil)
 	if len(f.BlockedBy) != 0 {
 		t.Errorf("blockedBy %+v: no pod is there to wait on", f.BlockedBy)
+	}
+	// The refusal itself, quoted from the CloneSet's newest FailedCreate without the pod's JSON, is
+	// the cause: the summary says so and the message repeats the quota's words.
+	quoted := slices.ContainsFunc(f.RootCause.Evidence, func(e string) bool {
+		return strings.Contains(e, "exists; the newest create the apiserver refused: event Warning FailedCreate from cloneset-controller") &&
+			strings.Contains(e, "is forbidden: exceeded quota: compute") && !strings.Contains(e, `"spec"`)
+	})
+	if !quoted || !strings.HasSuffix(f.Summary, "the apiserver refuses its new pods") || !strings.Contains(f.RootCause.Message, "exceeded quota: compute") {
+		t.Errorf("the finding does not quote the quota's refusal:\n%s\n%s\n%s", f.Summary, strings.Join(f.RootCause.Evidence, "\n"), f.RootCause.Message)
 	}
 }

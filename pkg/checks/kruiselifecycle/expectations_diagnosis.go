@@ -39,25 +39,20 @@ func expectationsFinding(info checks.Info, env *kruiseenv.Env, v *frozenWorkload
 		return checks.NewFinding(info, f)
 	}
 
-	var failed []*corev1.Event
-	for _, e := range s.EventsFor(w.Kind, w.Namespace, w.Name, w.UID) {
-		if e.Type == corev1.EventTypeWarning && e.Reason == "FailedCreate" {
-			failed = append(failed, e)
-		}
-	}
+	failed := kruiseenv.FailedCreates(s, w)
 	cond, hasCond := w.Condition("FailedScale")
 	hasCond = hasCond && cond.Status == string(corev1.ConditionTrue)
 	if len(failed) > 0 || hasCond {
 		f.RootCause = RootCausePodCreationFailing
 		msg := ""
 		if len(failed) > 0 {
-			msg = eventMessage(failed[len(failed)-1].Message)
+			msg = kruiseenv.EventMessage(failed[len(failed)-1].Message)
 		} else {
 			msg = checks.Truncate(cond.Message, 300)
 		}
 		f.Message = fmt.Sprintf("The kruise-manager keeps trying to create pods for %s %s and every create is rejected: %s", w.Kind, key, msg)
 		for i := max(0, len(failed)-3); i < len(failed); i++ {
-			f.Evidence = append(f.Evidence, eventLine(s.Now, failed[i]))
+			f.Evidence = append(f.Evidence, kruiseenv.EventLine(s.Now, failed[i]))
 		}
 		if hasCond {
 			f.Evidence = append(f.Evidence, checks.Evidencef("condition FailedScale=True reason %s: %s", cond.Reason, checks.Truncate(cond.Message, 300)))

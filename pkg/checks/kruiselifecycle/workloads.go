@@ -2,10 +2,7 @@ package kruiselifecycle
 
 import (
 	"fmt"
-	"strings"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
@@ -29,25 +26,4 @@ func effectiveThreshold(s *snapshot.Snapshot, threshold, ownDefault, expectation
 		return threshold
 	}
 	return expectationTimeout
-}
-
-// eventLine renders an event for evidence: reason, type, count, age and message (cut short).
-func eventLine(now time.Time, e *corev1.Event) string {
-	src := e.Source.Component
-	if src == "" {
-		src = e.ReportingController
-	}
-	return checks.Evidencef("event %s %s from %s (x%d, last %s ago): %s", e.Type, e.Reason, src, checks.EventCount(e),
-		checks.Age(now, snapshot.EventTime(e)), eventMessage(e.Message))
-}
-
-// eventMessage cuts kruise's FailedCreate dumps ("failed to create pod: <err>, pod: {...}"):
-// the pod JSON can hold environment values, which evidence never prints.
-func eventMessage(msg string) string {
-	for _, cut := range []string{", pod: {", ", pvc: {"} {
-		if i := strings.Index(msg, cut); i >= 0 {
-			msg = msg[:i]
-		}
-	}
-	return checks.Truncate(msg, 300)
 }

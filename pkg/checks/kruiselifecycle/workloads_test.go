@@ -25,14 +25,6 @@ func TestKruiseThreshold(t *testing.T) {
 	}
 }
 
-func TestKruiseEventMessageDropsPodDump(t *testing.T) {
-	msg := `failed to create pod: pods "web-x" is forbidden: exceeded quota: q, pod: {"metadata":{"name":"web-x"},"spec":{"containers":[{"env":[{"name":"DB_PASSWORD","value":"hunter2"}]}]}}`
-	got := eventMessage(msg)
-	if strings.Contains(got, "hunter2") || !strings.HasSuffix(got, "exceeded quota: q") {
-		t.Errorf("eventMessage = %q", got)
-	}
-}
-
 // An unreadable manager leaves the findings in place, with what is known, and the coverage degraded.
 func TestKruiseChecksDegradeWithoutTheManager(t *testing.T) {
 	w := leakedCloneSet().cloneSet(t)

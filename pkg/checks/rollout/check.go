@@ -28,6 +28,7 @@ func New() checks.Check {
 			{Input: snapshot.InputPods, PodAnnotations: []string{kruise.AnnotationLifecycleTime, kruise.AnnotationSidecarHash, kruise.AnnotationSidecarInjects}},
 			{Input: snapshot.InputKruiseWorkloads},
 			{Input: snapshot.InputSidecarSets, Optional: true},
+			{Input: snapshot.InputEvents, Optional: true},
 			{Input: snapshot.InputControllers, Optional: true},
 			{Input: snapshot.InputControllerLogs, Optional: true},
 		},
@@ -37,8 +38,11 @@ func New() checks.Check {
 // PodCandidates returns, for each workload whose status says its rollout is not done, the few
 // pods it most recently created or moved on the update revision (or PreparingUpdate): the
 // pods a stalled rollout waits on. Workloads whose counts are complete cost no read.
+// Once a pod read shows an in-place update waiting for kruise-daemon, the daemon's pods are asked
+// for too, to say whether one is on that pod's node.
 func (check) PodCandidates(s *snapshot.Snapshot) []types.UID {
 	var out []types.UID
+	daemon := false
 	for _, w := range s.Workloads {
 		r, ok := stalledRollout(s, w)
 		if !ok || !s.Scope.PodsComplete(w) {
@@ -49,7 +53,13 @@ func (check) PodCandidates(s *snapshot.Snapshot) []types.UID {
 				break
 			}
 			out = append(out, p.UID)
+			if full, ok := s.FullPod(p.UID); ok && awaitsDaemon(full) {
+				daemon = true
+			}
 		}
+	}
+	if daemon {
+		out = append(out, newDaemonView(s, kruiseenv.New(s)).pods()...)
 	}
 	return out
 }
@@ -82,23 +92,12 @@ func (c check) Run(s *snapshot.Snapshot, threshold time.Duration) []report.Findi
 
 // podEnv is what judging pods needs besides the pod.
 type podEnv struct {
-	now time.Time
-	// daemonLine says what the scan knows of kruise-daemon.
-	daemonLine string
+	now    time.Time
+	daemon *daemonView
 }
 
 func newPodEnv(s *snapshot.Snapshot, env *kruiseenv.Env) *podEnv {
-	pe := &podEnv{now: s.Now, daemonLine: "DaemonSet kruise-daemon was not found"}
-	ns := s.Settings.KruiseNamespace
-	if env.Manager != nil {
-		ns = env.Manager.Deployment.Namespace
-	}
-	for _, d := range s.DaemonSets {
-		if d.Namespace == ns && d.Name == kruiseDaemon {
-			pe.daemonLine = fmt.Sprintf("DaemonSet %s/%s: %d of %d pods available", ns, d.Name, d.Status.NumberAvailable, d.Status.DesiredNumberScheduled)
-		}
-	}
-	return pe
+	return &podEnv{now: s.Now, daemon: newDaemonView(s, env)}
 }
 
 type workloadFinding struct {
@@ -130,11 +129,8 @@ func workloadDraft(s *snapshot.Snapshot, r *rollout, pe *podEnv) (workloadFindin
 		d.Evidence = append(d.Evidence, checks.Evidencef("condition Progressing=False reason %s since %s ago: %s",
 			r.deadline.Reason, checks.Age(s.Now, r.deadline.LastTransitionTime.Time), checks.Truncate(r.deadline.Message, 200)))
 	}
-	if len(r.pods) == 0 {
-		// Nothing to judge: the controller did not get a pod of the revision created.
-		d.Evidence = append(d.Evidence, checks.Evidencef("no pod of revision %s exists; the controller records a create the apiserver "+
-			"refused as a FailedCreate event on the %s", r.update, w.Kind))
-	}
+	refused := refusedCreates(s, r)
+	d.Evidence = append(d.Evidence, refused.lines...)
 	var blocks []report.BlockRef
 	for i, v := range vs {
 		if i < maxNamed {
@@ -153,6 +149,13 @@ func workloadDraft(s *snapshot.Snapshot, r *rollout, pe *podEnv) (workloadFindin
 	}
 	d.RootCause = cause
 	d.Summary, d.Message = words(w, cause, checks.Age(s.Now, r.since))
+	if cause == RootCauseProgressDeadline && refused.newest != nil {
+		// The deadline alone names no cause; a refused create is one a person must act on.
+		d.Summary += ": the apiserver refuses its new pods"
+		d.Message = fmt.Sprintf("The controller cannot create the pods of revision %s: the apiserver refuses them (newest: %s). "+
+			"Remove what refuses them (a ResourceQuota to raise or free, an admission webhook or policy the template breaks); "+
+			"the controller retries and the rollout carries on.", r.update, kruiseenv.EventMessage(refused.newest.Message))
+	}
 	return workloadFinding{Draft: d, blocks: blocks}, true
 }
 
@@ -175,8 +178,8 @@ func words(w *kruise.Workload, cause, age string) (string, string) {
 		RootCauseImagePullFailing: "new-revision pods cannot pull their image; fix the image name or tag, or the registry credentials",
 		RootCauseInPlaceResizePending: "an in-place update waits on a resize the kubelet defers or cannot make; lower the template's " +
 			"resources or move the pods to nodes with room",
-		RootCauseInPlaceDaemonMissing: "an in-place update that changes env from metadata waits for kruise-daemon to report the restarted " +
-			"containers, and the node has none doing so; run kruise-daemon there or recreate the pods",
+		RootCauseInPlaceDaemonMissing: "an in-place update that changes env from metadata waits for kruise-daemon to restart the containers " +
+			"and report them, and none has on the pod's node; make kruise-daemon run there (or read its log if it does), or recreate the pods",
 		RootCauseInPlaceUpdateIncomplete: "an in-place update started and never completed: containers are not on the new image; read the pod's " +
 			"events for the kubelet's reason",
 		RootCauseCrashLooping:      "new-revision pods crash on start; the new template or its configuration is broken: fix it or roll back",

@@ -149,7 +149,7 @@ func inPlaceVerdict(p *corev1.Pod, state inPlaceState, env *podEnv) *verdict {
 	if state.UpdateEnvFromMetadata && p.Annotations[annotationRuntimeMeta] == "" {
 		return &verdict{cause: RootCauseInPlaceDaemonMissing,
 			line: checks.Evidencef("%s in-place update %s changes env from metadata and waits for kruise-daemon on node %s, but the pod has no %s annotation; %s",
-				name, since, p.Spec.NodeName, annotationRuntimeMeta, env.daemonLine)}
+				name, since, p.Spec.NodeName, annotationRuntimeMeta, env.daemon.line(p.Spec.NodeName))}
 	}
 	var old []string
 	for _, cs := range p.Status.ContainerStatuses {
