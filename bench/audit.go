@@ -29,17 +29,51 @@ type auditCycle struct {
 	rss        int64
 	heap       float64
 	goroutines float64
+	// alloc is go_memstats_heap_alloc_bytes: the bytes of the objects in the heap, without the
+	// free space of the spans they are in.
+	alloc float64
 }
 
 // auditResult is one run of the auditor for a number of cycles.
 type auditResult struct {
 	interval time.Duration
 	cycles   []auditCycle
-	// peakRSS is the child's peak RSS over its whole life, from the OS (wait4 rusage).
+	// peakRSS is the child's peak RSS over its whole life, from the OS (wait4 rusage); cpu its
+	// CPU time (user and system), startup included.
 	peakRSS int64
+	cpu     time.Duration
 	// reads is what the apiserver served from the child's start to its end, startup included;
-	// steady what it served between the ends of the first and the last cycle.
+	// steady what it served between the ends of the first and the last cycle, in steadyTime.
 	reads, steady apiReads
+	steadyTime    time.Duration
+	// background is the rate of the control plane's own reads (its loopback client's Lease and
+	// endpoint reconcilers), per second, measured with nothing else running before the child.
+	background float64
+}
+
+// quietWindow is how long the control plane's own reads are counted before the auditor starts:
+// its loops run every 10 s.
+const quietWindow = 30 * time.Second
+
+// backgroundReads is the rate of the reads (GET, LIST, WATCH) the apiserver serves per second
+// while no client of the benchmark sends any, less the benchmark's own scrape of its metrics.
+func (r *runner) backgroundReads(ctx context.Context) (float64, error) {
+	m0, err := scrape(ctx, r.kube)
+	if err != nil {
+		return 0, err
+	}
+	t := time.Now()
+	select {
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-time.After(quietWindow):
+	}
+	m1, err := scrape(ctx, r.kube)
+	if err != nil {
+		return 0, err
+	}
+	d := m1.since(m0)
+	return max(0, float64(d.requests-d.writes-1)) / time.Since(t).Seconds(), nil
 }
 
 // audit runs `audit -A --reports none` as a child process until it has logged n cycles, sampling
@@ -55,6 +89,9 @@ func (r *runner) audit(ctx context.Context, n int, interval time.Duration) (audi
 		return res, err
 	}
 	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
+	if res.background, err = r.backgroundReads(ctx); err != nil {
+		return res, err
+	}
 	before, err := scrape(ctx, r.kube)
 	if err != nil {
 		return res, err
@@ -73,8 +110,9 @@ func (r *runner) audit(ctx context.Context, n int, interval time.Duration) (audi
 		return res, fmt.Errorf("start audit: %w", err)
 	}
 	var (
-		tail  []string
-		first metrics
+		tail      []string
+		first     metrics
+		firstTime time.Time
 	)
 	sc := bufio.NewScanner(stderr)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -89,7 +127,7 @@ func (r *runner) audit(ctx context.Context, n int, interval time.Duration) (audi
 			continue
 		}
 		c.rss = vmRSS(cmd.Process.Pid)
-		c.heap, c.goroutines, err = scrapeGoRuntime(ctx, metricsURL)
+		c.heap, c.alloc, c.goroutines, err = scrapeGoRuntime(ctx, metricsURL)
 		if err != nil {
 			logf("audit: %v", err)
 		}
@@ -102,14 +140,14 @@ func (r *runner) audit(ctx context.Context, n int, interval time.Duration) (audi
 				return res, err
 			}
 			if len(res.cycles) == 1 {
-				first = m
+				first, firstTime = m, time.Now()
 			}
 			if len(res.cycles) == n && n > 1 {
-				res.steady = m.since(first)
+				res.steady, res.steadyTime = m.since(first), time.Since(firstTime)
 			}
 		}
-		logf("audit cycle %d: %s, %d requests, RSS %s, heap in use %s, %.0f goroutines", len(res.cycles), c.duration.Round(time.Millisecond),
-			c.requests, mib(c.rss), mib(int64(c.heap)), c.goroutines)
+		logf("audit cycle %d: %s, %d requests, RSS %s, heap in use %s, allocated %s, %.0f goroutines", len(res.cycles), c.duration.Round(time.Millisecond),
+			c.requests, mib(c.rss), mib(int64(c.heap)), mib(int64(c.alloc)), c.goroutines)
 	}
 	if cmd.Process != nil {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -118,6 +156,7 @@ func (r *runner) audit(ctx context.Context, n int, interval time.Duration) (audi
 	waitErr := cmd.Wait()
 	if cmd.ProcessState != nil {
 		res.peakRSS = maxRSS(cmd.ProcessState)
+		res.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
 	if len(res.cycles) < n {
 		return res, fmt.Errorf("audit stopped after %d of %d cycles (%v): %s", len(res.cycles), n, waitErr, strings.Join(tail, "\n"))
@@ -169,15 +208,16 @@ func vmRSS(pid int) int64 {
 	return 0
 }
 
-// scrapeGoRuntime reads the heap in use and the goroutines from the auditor's /metrics.
-func scrapeGoRuntime(ctx context.Context, url string) (heap, goroutines float64, err error) {
+// scrapeGoRuntime reads the heap in use and allocated and the goroutines from the auditor's
+// /metrics.
+func scrapeGoRuntime(ctx context.Context, url string) (heap, alloc, goroutines float64, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, 0, fmt.Errorf("scrape auditor metrics: %w", err)
+		return 0, 0, 0, fmt.Errorf("scrape auditor metrics: %w", err)
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
@@ -190,9 +230,11 @@ func scrapeGoRuntime(ctx context.Context, url string) (heap, goroutines float64,
 		switch name {
 		case "go_memstats_heap_inuse_bytes":
 			heap, _ = strconv.ParseFloat(value, 64)
+		case "go_memstats_heap_alloc_bytes":
+			alloc, _ = strconv.ParseFloat(value, 64)
 		case "go_goroutines":
 			goroutines, _ = strconv.ParseFloat(value, 64)
 		}
 	}
-	return heap, goroutines, sc.Err()
+	return heap, alloc, goroutines, sc.Err()
 }
