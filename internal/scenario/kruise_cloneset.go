@@ -56,9 +56,9 @@ func (p *leaderProcess) reconcile(ctx context.Context, key string) error {
 	}
 	updateRevision := w.Name + "-" + hash
 
-	// Lifecycle: PreparingNormal -> Normal once the preNormal hook is satisfied (refreshPodState).
+	// Lifecycle: PreparingNormal -> Normal (refreshPodState).
 	for i, pod := range active {
-		if pod.Labels[kruise.LabelLifecycleState] != kruise.StatePreparingNormal || !allHooked(w.Lifecycle.PreNormal, pod) {
+		if pod.Labels[kruise.LabelLifecycleState] != kruise.StatePreparingNormal || !p.m.leavesPreparingNormal(w, pod) {
 			continue
 		}
 		updated, err := p.setLifecycleState(ctx, pod, kruise.StateNormal)
@@ -94,6 +94,16 @@ func templateHash(u *unstructured.Unstructured) (string, error) {
 	h := fnv.New32a()
 	_, _ = h.Write(raw)
 	return utilrand.SafeEncodeString(fmt.Sprint(h.Sum32())), nil
+}
+
+// leavesPreparingNormal is refreshPodState's condition for PreparingNormal -> Normal: the preNormal
+// hook satisfied; without a hook, from v1.9.0 once the pod is bound to a node (util.HasPodScheduled,
+// pkg/controller/cloneset/sync/cloneset_update.go, openkruise/kruise#1485), before it at once.
+func (m *KruiseManager) leavesPreparingNormal(w *kruise.Workload, pod *corev1.Pod) bool {
+	if w.Lifecycle.PreNormal != nil {
+		return allHooked(w.Lifecycle.PreNormal, pod)
+	}
+	return !m.waitScheduled || pod.Spec.NodeName != ""
 }
 
 // allHooked is IsPodAllHooked: every hook finalizer on the pod and every hook label equal.

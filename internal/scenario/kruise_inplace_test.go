@@ -181,3 +181,45 @@ func TestHookedAny(t *testing.T) {
 		t.Error("no hook: not held")
 	}
 }
+
+// A CloneSet pod leaves PreparingNormal as refreshPodState lets it: with a preNormal hook once the
+// hook is satisfied, bound or not; without one, v1.9.0 waits until the pod is bound to a node,
+// earlier releases move it at once.
+func TestLeavesPreparingNormal(t *testing.T) {
+	hooked := &kruise.Workload{Lifecycle: kruise.Lifecycle{PreNormal: &kruise.LifecycleHook{FinalizersHandler: []string{"example.com/ready"}}}}
+	bare := &kruise.Workload{}
+	pod := func(node string, fin ...string) *corev1.Pod {
+		p := &corev1.Pod{}
+		p.Spec.NodeName, p.Finalizers = node, fin
+		return p
+	}
+	for _, tc := range []struct {
+		name          string
+		waitScheduled bool
+		w             *kruise.Workload
+		pod           *corev1.Pod
+		want          bool
+	}{
+		{"v1.9.0, no hook, not bound", true, bare, pod(""), false},
+		{"v1.9.0, no hook, bound", true, bare, pod("node-1"), true},
+		{"v1.7.0, no hook, not bound", false, bare, pod(""), true},
+		{"v1.9.0, hook satisfied, not bound", true, hooked, pod("", "example.com/ready"), true},
+		{"v1.9.0, hook not satisfied, bound", true, hooked, pod("node-1"), false},
+	} {
+		m := &KruiseManager{waitScheduled: tc.waitScheduled}
+		if got := m.leavesPreparingNormal(tc.w, tc.pod); got != tc.want {
+			t.Errorf("%s: leaves PreparingNormal = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestReleaseAtLeast(t *testing.T) {
+	for v, want := range map[string]bool{"v1.7.0": false, "v1.8.4": false, "v1.9.0": true, "v1.10.1": true} {
+		if got, err := releaseAtLeast(v, "v1.9.0"); err != nil || got != want {
+			t.Errorf("releaseAtLeast(%s, v1.9.0) = %v, %v; want %v", v, got, err, want)
+		}
+	}
+	if _, err := releaseAtLeast("latest", "v1.9.0"); err == nil {
+		t.Error("a tag that is no version is accepted")
+	}
+}

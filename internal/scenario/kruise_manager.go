@@ -79,7 +79,10 @@ type KruiseManager struct {
 	// eventFilter is CloneSetEventHandlerOptimization=true.
 	eventFilter bool
 	// verticalScaling is InPlaceWorkloadVerticalScaling=true.
-	verticalScaling    bool
+	verticalScaling bool
+	// waitScheduled is v1.9.0's CloneSet refreshPodState: a pod without a preNormal hook leaves
+	// PreparingNormal only once scheduled.
+	waitScheduled      bool
 	expectationTimeout time.Duration
 
 	mu     sync.Mutex

@@ -72,6 +72,9 @@ type Env struct {
 	// KruiseFeatureGates are the kruise-manager feature gates enabled besides the chart's
 	// (StartKruiseManager); the stand-in models InPlaceWorkloadVerticalScaling.
 	KruiseFeatureGates []string
+	// KruiseVersion is the kruise-manager release the Deployment runs and the stand-in plays where
+	// releases differ (StartKruiseManager); "" is the shop's v1.7.0.
+	KruiseVersion string
 }
 
 // Object names a Kubernetes object.

@@ -2,11 +2,14 @@ package scenario
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/knowledge"
 )
 
 func (b *builder) infrastructure(ctx context.Context, _ *Shop) error {
@@ -30,14 +33,30 @@ func (b *builder) infrastructure(ctx context.Context, _ *Shop) error {
 
 // kruiseManager installs kruise-manager as the Helm chart does and starts its stand-in.
 func (b *builder) kruiseManager(ctx context.Context, shop *Shop) error {
+	version := b.env.KruiseVersion
+	if version == "" {
+		version = kruiseVersion
+	}
+	v190, err := releaseAtLeast(version, "v1.9.0")
+	if err != nil {
+		return err
+	}
+	// The shop's release runs with CloneSetEventHandlerOptimization for its event-filter bug
+	// (openkruise/kruise#2057, fixed in v1.9.0); v1.9.0 keeps the chart's default, off.
+	gates := b.env.KruiseFeatureGates
+	if !v190 {
+		gates = append([]string{"CloneSetEventHandlerOptimization"}, gates...)
+	}
+	args := []string{"--enable-leader-election", "--metrics-addr=:8080", "--health-probe-addr=:8000", "--logtostderr=true",
+		"--leader-election-namespace=" + KruiseNamespace, "--v=4"}
+	if len(gates) > 0 {
+		args = append(args, "--feature-gates="+strings.Join(gates, "=true,")+"=true")
+	}
 	spec := corev1.PodSpec{
 		NodeSelector: map[string]string{"pool": "main"},
 		Containers: []corev1.Container{{
-			Name: managerContainer, Image: "openkruise/kruise-manager:" + kruiseVersion, Command: []string{"/manager"},
-			Args: []string{"--enable-leader-election", "--metrics-addr=:8080", "--health-probe-addr=:8000", "--logtostderr=true",
-				"--leader-election-namespace=" + KruiseNamespace, "--v=4",
-				"--feature-gates=" + strings.Join(append([]string{"CloneSetEventHandlerOptimization"}, b.env.KruiseFeatureGates...), "=true,") + "=true",
-				"--expectation-timeout=" + expectationTimeout.String()},
+			Name: managerContainer, Image: "openkruise/kruise-manager:" + version, Command: []string{"/manager"},
+			Args: append(args, "--expectation-timeout="+expectationTimeout.String()),
 		}},
 	}
 	labels := kruiseManagerLabels
@@ -48,8 +67,9 @@ func (b *builder) kruiseManager(ctx context.Context, shop *Shop) error {
 	if err := b.waitDeploymentAvailable(ctx, KruiseNamespace, KruiseDeployment); err != nil {
 		return err
 	}
-	m := newKruiseManager(b.env.Kube, b.env.Dynamic, b.env.Files.ManagerLog, true, expectationTimeout, b.env.Logf)
+	m := newKruiseManager(b.env.Kube, b.env.Dynamic, b.env.Files.ManagerLog, !v190, expectationTimeout, b.env.Logf)
 	m.verticalScaling = slices.Contains(b.env.KruiseFeatureGates, "InPlaceWorkloadVerticalScaling")
+	m.waitScheduled = v190
 	go m.Run(ctx)
 	shop.Manager = m
 	if err := m.WaitLeading(ctx, time.Minute); err != nil {
@@ -114,4 +134,17 @@ func (b *builder) workloads(ctx context.Context, shop *Shop) error {
 		}
 	}
 	return nil
+}
+
+// releaseAtLeast reports whether the kruise release is min or later.
+func releaseAtLeast(version, min string) (bool, error) {
+	v, err := knowledge.ParseVersion(version)
+	if err != nil {
+		return false, fmt.Errorf("kruise-manager version %q: %w", version, err)
+	}
+	m, err := knowledge.ParseVersion(min)
+	if err != nil {
+		return false, fmt.Errorf("kruise-manager version %q: %w", min, err)
+	}
+	return v.AtLeast(m), nil
 }

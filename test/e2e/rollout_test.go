@@ -25,7 +25,9 @@ func rolloutCluster(t *testing.T, kruiseFeatureGates ...string) *krEnv {
 func rolloutClusterManager(t *testing.T, kruiseFeatureGates ...string) (*krEnv, *scenario.KruiseManager) {
 	t.Helper()
 	c, files := scenarioCluster(t)
-	env := scenario.Env{Kube: c.Clientset(), Dynamic: c.Dynamic(), Files: files, Logf: t.Logf, KruiseFeatureGates: kruiseFeatureGates}
+	// The rollouts are v1.9.0's: its Deployment image, and its stand-in behaviour where releases differ.
+	env := scenario.Env{Kube: c.Clientset(), Dynamic: c.Dynamic(), Files: files, Logf: t.Logf, KruiseFeatureGates: kruiseFeatureGates,
+		KruiseVersion: "v1.9.0"}
 	m, err := scenario.StartKruiseManager(t.Context(), env)
 	if err != nil {
 		t.Fatalf("start the kruise-manager stand-in: %v", err)
