@@ -186,9 +186,8 @@ func (a *Auditor) RunCycle(ctx context.Context) Cycle {
 
 // releaseMemory collects the cycle's garbage and returns the free memory to the OS. A scan's
 // snapshot is garbage once its report exists; without this the process would hold its peak
-// (hundreds of MiB at 100k pods) through the whole interval, and the next cycle would build its
-// snapshot on top of the last one's garbage and peak higher than a `scan` does. It costs one
-// collection of what stays live between cycles (clients and metrics: a few MiB).
+// (hundreds of MiB at 100k pods) through the whole interval. It costs one collection of what
+// stays live between cycles (clients and metrics: a few MiB).
 func releaseMemory() { debug.FreeOSMemory() }
 
 // log writes the cycle's one line: what it found, how long it took, what it cost the apiserver,
