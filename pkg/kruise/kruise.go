@@ -24,8 +24,10 @@ const (
 	AnnotationInPlaceState   = "apps.kruise.io/inplace-update-state"
 	AnnotationSidecarInjects = "kruise.io/sidecarset-injected-list"
 	AnnotationSidecarHash    = "kruise.io/sidecarset-hash"
-	ConditionInPlaceReady    = "InPlaceUpdateReady"
-	EnvSidecarInjected       = "IS_INJECTED"
+	// AnnotationSidecarHashWithoutImage is the same, of everything but the images.
+	AnnotationSidecarHashWithoutImage = "kruise.io/sidecarset-hash-without-image"
+	ConditionInPlaceReady             = "InPlaceUpdateReady"
+	EnvSidecarInjected                = "IS_INJECTED"
 )
 
 // Lifecycle states of a pod.

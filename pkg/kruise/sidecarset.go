@@ -54,6 +54,19 @@ func (s sidecarSetStrategySpec) strategy(matched int32) SidecarSetStrategy {
 // Hash is the SidecarSet's current revision hash, the one its pods are updated to.
 func (s *SidecarSet) Hash() string { return s.Annotations[AnnotationSidecarHash] }
 
+// HashWithoutImage is the SidecarSet's hash of everything but its images.
+func (s *SidecarSet) HashWithoutImage() string { return s.Annotations[AnnotationSidecarHashWithoutImage] }
+
+// Upgradable reports whether the SidecarSet's controller may update the pod in place: only when
+// the pod's hash without images equals the SidecarSet's, since only images change in place
+// (commonControl.IsSidecarSetUpgradable, pkg/control/sidecarcontrol/sidecarset_control.go,
+// kruise v1.9.0). Any other change waits for the pod to be recreated, by design.
+func (s *SidecarSet) Upgradable(podAnnotations map[string]string) bool {
+	var all map[string]PodSidecarRevision
+	_ = json.Unmarshal([]byte(podAnnotations[AnnotationSidecarHashWithoutImage]), &all)
+	return all[s.Name].Hash == s.HashWithoutImage()
+}
+
 // PodSidecarRevision is one SidecarSet's entry in a pod's kruise.io/sidecarset-hash annotation.
 type PodSidecarRevision struct {
 	Hash            string      `json:"hash"`

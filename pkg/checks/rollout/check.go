@@ -25,7 +25,7 @@ func New() checks.Check {
 		Threshold:  10 * time.Minute,
 		RootCauses: rootCauses(),
 		Needs: []checks.Need{
-			{Input: snapshot.InputPods, PodAnnotations: []string{kruise.AnnotationLifecycleTime, kruise.AnnotationSidecarHash, kruise.AnnotationSidecarInjects}},
+			{Input: snapshot.InputPods, PodAnnotations: []string{kruise.AnnotationLifecycleTime, kruise.AnnotationSidecarHash, kruise.AnnotationSidecarHashWithoutImage, kruise.AnnotationSidecarInjects}},
 			{Input: snapshot.InputKruiseWorkloads},
 			{Input: snapshot.InputSidecarSets, Optional: true},
 			{Input: snapshot.InputEvents, Optional: true},

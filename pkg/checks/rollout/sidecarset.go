@@ -24,7 +24,8 @@ const maxNamed = 5
 // kruise v1.9.0): a leaked expectation leaves the counts as they are and the pods on the old
 // sidecar hash for good, until the manager restarts (openkruise/kruise#1168, #2253). Pods the
 // user holds back (NotUpdate, paused, partition, updateStrategy.selector) are not a stall; nor
-// are unready matched pods, which maxUnavailable waits for, unless the log names the leak.
+// are unready matched pods, which maxUnavailable waits for, unless the log names the leak; nor
+// pods whose change is more than images, which wait to be recreated by design.
 func sidecarSetDraft(s *snapshot.Snapshot, env *kruiseenv.Env, ss *kruise.SidecarSet, threshold time.Duration) (checks.Draft, bool) {
 	hash := ss.Hash()
 	st := ss.Status
@@ -43,14 +44,14 @@ func sidecarSetDraft(s *snapshot.Snapshot, env *kruiseenv.Env, ss *kruise.Sideca
 			if rev.UpdateTimestamp.After(since) {
 				since = rev.UpdateTimestamp.Time
 			}
-		case p.DeletionTimestamp == nil:
+		case p.DeletionTimestamp == nil && ss.Upgradable(p.Annotations):
 			old = append(old, p)
 		}
 	}
 	if len(old) == 0 || (ss.Strategy.Partition != nil && int32(len(old)) <= *ss.Strategy.Partition) || s.Now.Sub(since) < threshold {
 		return checks.Draft{}, false
 	}
-	inFlight := inFlightLines(env, ss, old)
+	inFlight := inFlightLines(env, ss, old, since)
 	if len(inFlight) == 0 && (ss.Strategy.Selective || st.ReadyPods < st.MatchedPods) {
 		return checks.Draft{}, false
 	}
@@ -88,9 +89,16 @@ func sidecarSetDraft(s *snapshot.Snapshot, env *kruiseenv.Env, ss *kruise.Sideca
 	return d, true
 }
 
+// inFlightRecent is how recent an "update in flight" line must be to show a leak: the
+// controller requeues after a second while the expectation is unsatisfied (RequeueAfter in
+// UpdateSidecarSet), so a leak logs the line every second, while a healthy batch logs it only
+// for the moment its updates take to reach the informer.
+const inFlightRecent = 2 * time.Minute
+
 // inFlightLines are the leader's "update in flight" lines that name the SidecarSet or one of
-// the pods still on an older hash, the newest few.
-func inFlightLines(env *kruiseenv.Env, ss *kruise.SidecarSet, old []*metav1.ObjectMeta) []string {
+// the pods still on an older hash, logged since the update stopped moving and recently, the
+// newest few.
+func inFlightLines(env *kruiseenv.Env, ss *kruise.SidecarSet, old []*metav1.ObjectMeta, since time.Time) []string {
 	if !env.LogsRead || env.Manager == nil {
 		return nil
 	}
@@ -100,7 +108,8 @@ func inFlightLines(env *kruiseenv.Env, ss *kruise.SidecarSet, old []*metav1.Obje
 	}
 	var out []string
 	for _, l := range kruise.ParseInFlightLogs(env.LogText(), env.Snapshot.Now) {
-		if l.SidecarSet == ss.Name || names[l.Pod] {
+		recent := !l.Time.IsZero() && l.Time.After(since) && env.Snapshot.Now.Sub(l.Time) <= inFlightRecent
+		if recent && (l.SidecarSet == ss.Name || names[l.Pod]) {
 			out = append(out, "kruise-manager log: "+checks.Truncate(l.Line, 300))
 		}
 	}

@@ -106,3 +106,27 @@ func TestParseInFlightPodForm(t *testing.T) {
 		t.Fatalf("parsed %+v", ls)
 	}
 }
+
+// Healthy states the v1.9.0 controller leaves on purpose, with an "update in flight" line in the
+// log that does not show a leak: no finding, so no restart is offered.
+func TestSidecarSetHealthyDespiteInFlightLines(t *testing.T) {
+	t.Run("a line from an earlier batch, an unready pod held by maxUnavailable", func(t *testing.T) {
+		old := `I0612 11:10:00.000000       1 sidecarset_processor.go:108] "Sidecarset matched pods has some update in flight, will sync later" sidecarSet="mesh" pods=["shop/web-a"]`
+		none(t, run(t, meshCluster(mesh(t, time.Hour, 3, 1, 2), leaderLog(old)), -1))
+	})
+	t.Run("pods whose change is more than images wait to be recreated", func(t *testing.T) {
+		// commonControl.IsSidecarSetUpgradable: the pods' hash without images differs from the
+		// SidecarSet's, so its controller never updates them in place.
+		ss := mesh(t, time.Hour, 3, 1, 3)
+		ss.Annotations[kruise.AnnotationSidecarHashWithoutImage] = "noimage-v2"
+		c := meshCluster(ss, leaderLog(inFlightLog))
+		for _, p := range c.MetaOnlyPods {
+			wi := "noimage-v1"
+			if p.Name == "web-a" {
+				wi = "noimage-v2"
+			}
+			p.Annotations[kruise.AnnotationSidecarHashWithoutImage] = `{"mesh":{"hash":"` + wi + `","sidecarSetName":"mesh"}}`
+		}
+		none(t, run(t, c, -1))
+	})
+}

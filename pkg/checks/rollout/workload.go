@@ -73,9 +73,10 @@ func stalledRollout(s *snapshot.Snapshot, w *kruise.Workload) (*rollout, bool) {
 		}
 		r.target = replicas - partition
 		r.updated, r.ready = w.Status.UpdatedReplicas, w.Status.UpdatedReadyReplicas
-		// currentRevision catches up once every pod carries the update revision, ready or not
-		// (calculateStatus, cloneset_status.go; the Advanced StatefulSet's likewise).
-		r.updating = w.Status.CurrentRevision != "" && w.Status.CurrentRevision != r.update
+		// Pods are still moving while fewer than the partition leaves carry the update revision,
+		// ready or not. Not currentRevision: v1.9.0 moves it only once every replica is updated
+		// (calculateStatus, cloneset_status.go), which a partition never allows.
+		r.updating = r.updated < r.target
 	}
 	if c, ok := w.Condition(conditionProgressing); ok && c.Status == "False" && c.Reason == reasonDeadlineExceeded {
 		r.deadline = &c

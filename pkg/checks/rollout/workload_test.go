@@ -318,6 +318,11 @@ func TestFinishedRolloutWithUnhealthyPod(t *testing.T) {
 	crashing := clonePod(w, "web-c", newRev, 3*time.Hour, ct.Waiting("app", "CrashLoopBackOff", "", 40), notReady())
 	c := ct.Cluster{Workloads: []*kruise.Workload{w}, Pods: []*corev1.Pod{clonePod(w, "web-a", newRev, 3*time.Hour), clonePod(w, "web-b", newRev, 3*time.Hour), crashing}}
 	none(t, run(t, c, 0))
+	// The same with a partition: the canary step finished (currentRevision stays behind, as
+	// v1.9.0 moves it only once every replica is updated), its crashing pod is the app's trouble.
+	staged := cloneSet(t, 2, 1, ct.SpecField(int64(1), "updateStrategy", "partition"))
+	none(t, run(t, ct.Cluster{Workloads: []*kruise.Workload{staged}, Pods: []*corev1.Pod{clonePod(staged, "web-a", oldRev, 3*time.Hour),
+		clonePod(staged, "web-b", newRev, 3*time.Hour), clonePod(staged, "web-c", newRev, 3*time.Hour, ct.Waiting("app", "CrashLoopBackOff", "", 40), notReady())}}, 0))
 	c.Pods[2] = clonePod(w, "web-c", newRev, time.Hour, ct.Unschedulable("0/3 nodes are available: 3 Insufficient memory.", time.Hour), notReady())
 	if f := only(t, run(t, c, -1)); f.RootCause.ID != RootCausePodsUnschedulable {
 		t.Errorf("root cause %s", f.RootCause.ID)
