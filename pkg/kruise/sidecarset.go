@@ -55,7 +55,9 @@ func (s sidecarSetStrategySpec) strategy(matched int32) SidecarSetStrategy {
 func (s *SidecarSet) Hash() string { return s.Annotations[AnnotationSidecarHash] }
 
 // HashWithoutImage is the SidecarSet's hash of everything but its images.
-func (s *SidecarSet) HashWithoutImage() string { return s.Annotations[AnnotationSidecarHashWithoutImage] }
+func (s *SidecarSet) HashWithoutImage() string {
+	return s.Annotations[AnnotationSidecarHashWithoutImage]
+}
 
 // Upgradable reports whether the SidecarSet's controller may update the pod in place: only when
 // the pod's hash without images equals the SidecarSet's, since only images change in place
