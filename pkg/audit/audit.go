@@ -87,8 +87,9 @@ type Cycle struct {
 	PublishErr       error
 	// Leader says whether this replica was allowed to write in this cycle.
 	Leader bool
-	// FixesApplied counts the fixes applied in this cycle.
-	FixesApplied int
+	// FixesApplied and FixesFailed count the fixes applied in this cycle and those whose write
+	// failed.
+	FixesApplied, FixesFailed int
 }
 
 // Failed says whether the cycle must not replace the last good outputs: the scan failed, or it
@@ -167,8 +168,11 @@ func (a *Auditor) RunCycle(ctx context.Context) Cycle {
 	}
 	if !c.Failed() && a.opts.Fixer != nil && c.Leader {
 		for _, r := range a.opts.Fixer.Fix(ctx, c.Report) {
-			if r.Status == fix.StatusApplied {
+			switch r.Status {
+			case fix.StatusApplied:
 				c.FixesApplied++
+			case fix.StatusFailed:
+				c.FixesFailed++
 			}
 		}
 	}
@@ -217,7 +221,7 @@ func (a *Auditor) log(c Cycle) {
 			attrs = append(attrs, slog.Int("reportsApplied", c.Applied), slog.Int("reportsDeleted", c.Deleted))
 		}
 		if a.opts.Fixer != nil && c.Leader {
-			attrs = append(attrs, slog.Int("fixesApplied", c.FixesApplied))
+			attrs = append(attrs, slog.Int("fixesApplied", c.FixesApplied), slog.Int("fixesFailed", c.FixesFailed))
 		}
 		if c.PublishErr != nil {
 			a.opts.Log.Error("scan; reports not all written", append(attrs, slog.String("error", c.PublishErr.Error()))...)

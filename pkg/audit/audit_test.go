@@ -306,3 +306,34 @@ func TestMetricsKeepFindingsACheckCouldNotLookFor(t *testing.T) {
 		}
 	}
 }
+
+// A cycle whose reports could not all be written looked, so its findings are published, but
+// it is counted as an error and is no success to alert on.
+func TestCycleWithUnwrittenReportsIsAnError(t *testing.T) {
+	stuck := finding("shop", "Pod", "web-1", "stuck-terminating", "finalizer-owner-missing", report.SeverityError, time.Minute, nil)
+	a, err := New(Options{Interval: time.Minute, Metrics: NewMetrics(), Log: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Scan:    func(context.Context) (*report.Report, error) { return newReport(looked, stuck), nil },
+		Reports: failingSync{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := a.RunCycle(t.Context()); c.PublishErr == nil {
+		t.Fatal("the sync's error was not recorded")
+	}
+	got := metricsText(t, a)
+	for _, want := range []string{`workloaddoctor_scans_total{result="error"} 1`, `workloaddoctor_scans_total{result="success"} 0`,
+		`workloaddoctor_findings{check="stuck-terminating"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("metrics lack %s:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "\nworkloaddoctor_last_success_timestamp_seconds ") && !strings.Contains(got, "\nworkloaddoctor_last_success_timestamp_seconds 0\n") {
+		t.Errorf("a cycle without its reports set the last success:\n%s", got)
+	}
+}
+
+type failingSync struct{}
+
+func (failingSync) Sync(context.Context, *report.Report) (int, int, error) {
+	return 0, 0, errors.New("reports.openreports.io is forbidden")
+}

@@ -34,7 +34,7 @@ const (
 	lastSuccessHelp    = "Unix time of the last successful scan."
 	coverageHelp       = "1 when the last scan read everything its checks need, else 0."
 	leaderHelp         = "1 on the replica that writes reports and fixes."
-	fixesHelp          = "Fix actions the auditor applied on its own, by action and result."
+	fixesHelp          = "Fix actions the auditor ran on its own, by action and result status (applied, refused, failed, ...)."
 )
 
 var (
@@ -99,8 +99,14 @@ func (m *Metrics) observe(c Cycle) {
 		return
 	}
 	m.findings.set(c.Report)
-	m.lastSuccess.Set(float64(c.Finished.Unix()))
 	m.coverage.Set(boolValue(c.Report.Coverage.Complete))
+	if c.PublishErr != nil {
+		// The scan looked, but its reports are not all written: the cycle did not do its work,
+		// and an alert on the last success or on errors must see it.
+		m.scans.WithLabelValues(resultError).Inc()
+		return
+	}
+	m.lastSuccess.Set(float64(c.Finished.Unix()))
 	m.scans.WithLabelValues(resultSuccess).Inc()
 }
 

@@ -118,3 +118,25 @@ func TestReportMessageIsStableAcrossCycles(t *testing.T) {
 		t.Errorf("message %q, want the summary unchanged", got)
 	}
 }
+
+// With -n the namespace's own finding (the Namespace is cluster-scoped) goes in its report, and
+// no cluster-scoped report is written.
+func TestFoldClusterReportUnderNamespaceScope(t *testing.T) {
+	pod := finding("shop", "Pod", "web-1", "stuck-terminating", "finalizer-owner-missing", report.SeverityError, time.Hour, nil)
+	ns := finding("", "Namespace", "shop", "stuck-terminating", "namespace-content-remaining", report.SeverityError, time.Hour, nil)
+	cov := looked
+	cov.Degraded = []report.Note{{Check: "stuck-terminating", Reason: "forbidden: list example.com/widgets", Inputs: []string{"objects"}}}
+	want := planReports(newReport(cov, pod, ns), ReportAPIs[0], nil, "shop")
+	foldClusterReport(ReportAPIs[0], want, "shop")
+	if _, has := want[""]; has || len(want) != 1 {
+		t.Fatalf("reports for %v, want shop only", slices.Sorted(maps.Keys(want)))
+	}
+	var got []string
+	for _, r := range resultsOf(want["shop"]) {
+		m := r.(map[string]any)
+		got = append(got, fmt.Sprint(m["rule"]))
+	}
+	if strings.Join(got, ",") != "finalizer-owner-missing,partly-evaluated,namespace-content-remaining" {
+		t.Errorf("shop's results = %v, want the pod's, the coverage result once, and the namespace's", got)
+	}
+}

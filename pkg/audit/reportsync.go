@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -128,6 +129,9 @@ func (w *ReportWriter) Sync(ctx context.Context, r *report.Report) (applied, del
 	}
 	listErr := err
 	want := planReports(r, *api, existing, w.namespace)
+	if w.namespace != "" {
+		foldClusterReport(*api, want, w.namespace)
+	}
 	var errs []error
 	for _, ns := range slices.Sorted(maps.Keys(want)) {
 		err := w.apply(ctx, *api, want[ns])
@@ -206,4 +210,25 @@ func (w *ReportWriter) prune(ctx context.Context, api ReportAPI, existing []unst
 		deleted++
 	}
 	return deleted, errors.Join(errs...)
+}
+
+// foldClusterReport moves the results of cluster-scoped objects (with -n, the namespace itself)
+// into the namespace's report: an auditor scoped to one namespace writes no cluster-scoped
+// report, which it could neither list nor prune (docs/contract.md, "Auditor").
+func foldClusterReport(api ReportAPI, want map[string]*unstructured.Unstructured, ns string) {
+	cr := want[""]
+	if cr == nil {
+		return
+	}
+	delete(want, "")
+	if want[ns] == nil {
+		want[ns] = buildReport(api, ns, nil, time.Time{})
+	}
+	res := resultsOf(want[ns])
+	for _, r := range resultsOf(cr) {
+		if m, ok := r.(map[string]any); ok && !isGap(m) {
+			res = append(res, r)
+		}
+	}
+	setResults(want[ns], res)
 }

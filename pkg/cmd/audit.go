@@ -192,8 +192,13 @@ func (o *AuditOptions) Run(ctx context.Context) error {
 	}
 	if o.Once {
 		c := a.RunCycle(ctx)
-		if c.Err != nil {
+		switch {
+		case c.Err != nil:
 			return &ExitError{Code: ExitFailure, Err: c.Err}
+		case c.PublishErr != nil:
+			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("reports not all written: %w", c.PublishErr)}
+		case c.FixesFailed > 0:
+			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%d fixes failed; the log line above names them", c.FixesFailed)}
 		}
 		sev, _ := failOnSeverity(o.FailOn)
 		return scanExit(c.Report, sev, "the log line above")

@@ -73,9 +73,10 @@ func TestAuditAPIServerRestart(t *testing.T) {
 	if code, _, err := httpGet(t.Context(), p.probes+"/readyz"); err != nil || code != http.StatusOK {
 		t.Errorf("/readyz while the apiserver is down: %d %v (the last good metrics are still served)", code, err)
 	}
-	// Back up, but the auditor held off (503) while the test looks at what the outage left and
-	// resolves one finding; then the auditor is let through.
-	proxy.Set(&testcluster.FaultRule{Path: regexp.MustCompile(`.`), Fault: testcluster.Status, Code: http.StatusServiceUnavailable})
+	// Back up, but the auditor's reads held off (503) while the test looks at what the outage
+	// left and resolves one finding; its writes go through, so a report it deleted or rewrote
+	// after the failed cycles would show. Then the auditor is let through.
+	proxy.Set(&testcluster.FaultRule{Method: http.MethodGet, Path: regexp.MustCompile(`.`), Fault: testcluster.Status, Code: http.StatusServiceUnavailable})
 	c.StartAPIServer(t)
 	for ns, b := range before {
 		assertReportKept(t, c, ns, b)

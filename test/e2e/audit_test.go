@@ -106,8 +106,9 @@ func TestAuditMetricsAndReports(t *testing.T) {
 		t.Errorf("an unchanged finding rewrote its report: resourceVersion %s -> %v\n%v", labelled.GetResourceVersion(), rep.GetResourceVersion(), rep.Object["results"])
 	}
 
-	// The apiserver unreachable: cycles fail, are counted, and the finding stays published.
-	proxy.Set(&testcluster.FaultRule{Path: regexp.MustCompile(`.`), Fault: testcluster.Reset})
+	// Every read reset: cycles fail, are counted, and the finding stays published. Writes go
+	// through, so an auditor that deleted or rewrote its report after a failed cycle would show.
+	proxy.Set(&testcluster.FaultRule{Method: http.MethodGet, Path: regexp.MustCompile(`.`), Fault: testcluster.Reset})
 	errorsBefore := s.scans("error")
 	s = p.withinCycles(t, 1000, "error", "two failed cycles", func(s scrape) bool { return s.scans("error") >= errorsBefore+2 })
 	if len(s.series("workloaddoctor_findings", labels...)) != 1 || !strings.Contains(string(s), "workloaddoctor_coverage_complete 0") {
