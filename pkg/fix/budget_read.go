@@ -3,6 +3,7 @@ package fix
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/collect"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
@@ -146,17 +148,24 @@ func serving(p *corev1.Pod) bool {
 // available reports whether the workload's controller counts the pod available: serving, and
 // Ready for MinReadySeconds at now (k8s.io/kubernetes pkg/api/v1/pod IsPodAvailable, which the
 // Deployment, StatefulSet and DaemonSet controllers and OpenKruise's count). A replacement Ready
-// for less is not yet one the workload's maxUnavailable counts on.
+// for less is not yet one the workload's maxUnavailable counts on. The Advanced StatefulSet also
+// counts a pod in a lifecycle state other than Normal, or not Running, unavailable (kruise v1.9.0
+// pkg/controller/statefulset/stateful_set_utils.go isRunningAndAvailable).
 func (b Budget) available(p *corev1.Pod, now time.Time) bool {
 	if !serving(p) {
 		return false
+	}
+	if b.Workload.Kind == "StatefulSet" && strings.HasPrefix(b.Workload.APIVersion, groupKruise+"/") {
+		if st := p.Labels[kruise.LabelLifecycleState]; (st != "" && st != kruise.StateNormal) || p.Status.Phase != corev1.PodRunning {
+			return false
+		}
 	}
 	if b.MinReadySeconds <= 0 {
 		return true
 	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
-			return !c.LastTransitionTime.IsZero() && !c.LastTransitionTime.Add(time.Duration(b.MinReadySeconds)*time.Second).After(now)
+			return !c.LastTransitionTime.IsZero() && c.LastTransitionTime.Add(time.Duration(b.MinReadySeconds)*time.Second).Before(now)
 		}
 	}
 	return false

@@ -273,8 +273,19 @@ func TestBudgetMinReadySeconds(t *testing.T) {
 		return p
 	}
 	b := Budget{Workload: ref("CloneSet", "web"), Replicas: 3, MaxUnavailable: 1, MinReadySeconds: 30}
-	if !b.available(readyFor("old", time.Minute), now) || b.available(readyFor("new", 10*time.Second), now) || !b.available(readyFor("edge", 30*time.Second), now) {
-		t.Error("available: want Ready for at least minReadySeconds")
+	// IsPodAvailable: Ready since strictly more than minReadySeconds.
+	if !b.available(readyFor("old", time.Minute), now) || b.available(readyFor("new", 10*time.Second), now) || b.available(readyFor("edge", 30*time.Second), now) {
+		t.Error("available: want Ready for more than minReadySeconds")
+	}
+	// The Advanced StatefulSet counts a pod outside lifecycle state Normal, or not Running,
+	// unavailable (isRunningAndAvailable, kruise v1.9.0).
+	asts := Budget{Workload: report.ObjectRef{APIVersion: "apps.kruise.io/v1beta1", Kind: "StatefulSet", Name: "db"}, Replicas: 3, MaxUnavailable: 1}
+	running := readyFor("db-0", time.Hour)
+	running.Status.Phase = corev1.PodRunning
+	preparing := running.DeepCopy()
+	preparing.Labels = map[string]string{"lifecycle.apps.kruise.io/state": "PreparingUpdate"}
+	if !asts.available(running, now) || asts.available(preparing, now) || !(Budget{Workload: ref("CloneSet", "web")}).available(preparing, now) {
+		t.Error("available: want the Advanced StatefulSet's lifecycle rule for its pods only")
 	}
 	// Three replicas, one a replacement Ready for 10s: the controller counts two available, so
 	// no serving pod may go yet; the replacement itself costs nothing.
@@ -290,5 +301,11 @@ func TestBudgetMinReadySeconds(t *testing.T) {
 	picked := w.pick(waveState{ready: ready, pods: pods, pdbCap: -1, now: now})
 	if len(picked) != 1 || picked[0].Target.Name != "c" {
 		t.Errorf("picked %d steps, want only the pod not yet available", len(picked))
+	}
+	// A PodDisruptionBudget counts the Ready replacement healthy, so it costs a disruption: with
+	// one allowed, one pod goes in this wave, not the available one and the replacement both.
+	w = &wave{g: &Group{Budget: b}, pending: steps, taken: map[types.UID]bool{}}
+	if picked := w.pick(waveState{ready: 3, pods: pods, pdbCap: 1, now: now}); len(picked) != 1 {
+		t.Errorf("with a PodDisruptionBudget allowing 1: picked %d steps, want 1", len(picked))
 	}
 }

@@ -143,21 +143,29 @@ func (e *Engine) runWaves(ctx context.Context, groups []*Group, apply func(s *St
 }
 
 // pick chooses the pending steps of this wave: every pod that is not serving (taking it away
-// costs nothing), and serving pods while the budget and the PodDisruptionBudgets allow.
+// costs nothing); pods Ready but not yet available, which the workload's controller already
+// counts unavailable but a PodDisruptionBudget counts healthy (the disruption controller's
+// countHealthyPods reads Ready alone), while the PodDisruptionBudgets allow; and available pods
+// while both the workload's budget and the PodDisruptionBudgets allow.
 func (w *wave) pick(st waveState) []*Step {
 	allowance := st.ready - w.g.MinReady()
+	pdb := int32(-1) // no PodDisruptionBudget
 	if st.pdbCap >= 0 {
 		// The Eviction API judges too; at least one is sent so its answer is reported.
-		allowance = min(allowance, max(st.pdbCap, 1))
+		pdb = max(st.pdbCap, 1)
 	}
 	var picked, rest []*Step
 	for _, s := range w.pending {
 		p, ok := st.pods[s.Target.UID]
 		switch {
-		case !ok || !w.g.Budget.available(p, st.now):
+		case !ok || !serving(p):
 			picked = append(picked, s)
-		case allowance > 0:
+		case !w.g.Budget.available(p, st.now) && pdb != 0:
+			pdb--
+			picked = append(picked, s)
+		case w.g.Budget.available(p, st.now) && allowance > 0 && pdb != 0:
 			allowance--
+			pdb--
 			picked = append(picked, s)
 			w.taken[p.UID] = true
 		default:
