@@ -131,7 +131,8 @@ func TestCollectListsDeploymentsPerNamespaceWhenForbiddenClusterWide(t *testing.
 		t.Errorf("ControllerNamespaces = %q, want %q", s.ControllerNamespaces, want)
 	}
 	if note := s.Limits[snapshot.InputControllers]; !strings.Contains(note, "searched only in namespaces kruise-system, shop, argocd, capi-system, flux-system") ||
-		!strings.Contains(note, "forbidden: list apps/deployments in all namespaces") || !strings.Contains(note, "no owner is reported missing") {
+		!strings.Contains(note, "forbidden: list apps/deployments in all namespaces") || !strings.Contains(note, "no owner is reported missing") ||
+		!strings.Contains(note, "being deleted elsewhere") {
 		t.Errorf("Limits note = %q", note)
 	}
 	want := map[snapshot.Input]string{snapshot.InputControllers: "forbidden: list apps/deployments in kube-system"}

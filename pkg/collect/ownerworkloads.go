@@ -119,5 +119,6 @@ func partialSearchNote(namespaces, refused []string) string {
 		in = "namespaces " + strings.Join(namespaces, ", ")
 	}
 	return fmt.Sprintf("controllers (Deployments, StatefulSets, DaemonSets) searched only in %s (%s): "+
-		"a finalizer's owner running elsewhere is not seen, so no owner is reported missing", in, strings.Join(refused, "; "))
+		"a finalizer's owner running elsewhere is not seen, so no owner is reported missing; "+
+		"nor are such workloads being deleted elsewhere read, whose finalizers stuck-terminating would judge", in, strings.Join(refused, "; "))
 }
