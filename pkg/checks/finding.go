@@ -32,6 +32,8 @@ type Draft struct {
 	Summary   string
 	Message   string
 	Evidence  []string
+	// BlockedBy are the stuck objects the subject waits on, nearest first (report.Finding.BlockedBy).
+	BlockedBy []report.BlockRef
 	// References add to the root cause's own references.
 	References []string
 	Fixes      []report.Fix
@@ -63,7 +65,7 @@ func NewFinding(info Info, f Draft) report.Finding {
 		Check: info.ID, Severity: rc.Severity, Object: f.Object, Owner: f.Owner, Node: f.Node,
 		Since: f.Since.UTC().Truncate(time.Second), Summary: f.Summary,
 		RootCause: report.RootCause{ID: rc.ID, Message: f.Message, Evidence: evidence, References: Unique(refs)},
-		Fixes:     fixes,
+		Fixes:     fixes, BlockedBy: f.BlockedBy,
 	}
 	out.ID = report.FindingID(out.Object, out.Check, out.RootCause.ID)
 	return out
