@@ -1,0 +1,169 @@
+package audit
+
+import (
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+)
+
+// exposition scrapes m's registry as Prometheus does and keeps the auditor's own families, HELP
+// and TYPE lines included; the Go runtime's and the process's vary from run to run.
+func exposition(t *testing.T, m *Metrics) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	var keep []string
+	for _, l := range strings.Split(rec.Body.String(), "\n") {
+		if strings.HasPrefix(strings.TrimPrefix(strings.TrimPrefix(l, "# HELP "), "# TYPE "), "workloaddoctor_") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n") + "\n"
+}
+
+// The whole exposition of a small known state, byte for byte: names, HELP, TYPE, labels, values
+// and order are the contract (docs/contract.md, "Auditor") that dashboards and alerts rely on.
+func TestExpositionOfAKnownState(t *testing.T) {
+	owner := &report.ObjectRef{APIVersion: "apps/v1", Kind: "ReplicaSet", Namespace: "shop", Name: "web-5d8"}
+	widget := finding("shop", "Widget", "w", "stuck-terminating", "finalizer-owner-not-acting", report.SeverityWarning, time.Minute, nil)
+	otherWidget := widget
+	otherWidget.Object.APIVersion, otherWidget.Object.UID = "other.example.com/v1", "other"
+	good := newReport(looked,
+		finding("shop", "Pod", "web-1", "stuck-terminating", "finalizer-owner-missing", report.SeverityError, 90*time.Second, owner),
+		finding("shop", "Pod", "web-2", "stuck-terminating", "finalizer-owner-missing", report.SeverityError, 30*time.Second, owner),
+		finding("", "Namespace", "old", "stuck-terminating", "namespace-discovery-failed", report.SeverityWarning, time.Hour, nil),
+		widget, otherWidget,
+	)
+	m := NewMetrics()
+	m.SetLeader(true)
+	m.observe(Cycle{Report: good, Finished: t0, Duration: 1500 * time.Millisecond})
+	m.CountFix("delete-pod", "applied")
+	m.CountFix("delete-pod", "applied")
+	m.CountFix("remove-finalizer", "failed")
+	m.observe(Cycle{Err: errors.New("connection refused"), Finished: t0.Add(time.Minute), Duration: 30 * time.Second})
+
+	const want = `# HELP workloaddoctor_coverage_complete 1 when the last scan read everything its checks need, else 0.
+# TYPE workloaddoctor_coverage_complete gauge
+workloaddoctor_coverage_complete 0
+# HELP workloaddoctor_finding_age_seconds How long each current finding's object has been stuck, as of the last complete scan.
+# TYPE workloaddoctor_finding_age_seconds gauge
+workloaddoctor_finding_age_seconds{check="stuck-terminating",kind="Namespace",name="old",namespace="",owner_kind="",owner_name="",pod="",root_cause="namespace-discovery-failed",severity="warning"} 3600
+workloaddoctor_finding_age_seconds{check="stuck-terminating",kind="Pod",name="web-1",namespace="shop",owner_kind="ReplicaSet",owner_name="web-5d8",pod="web-1",root_cause="finalizer-owner-missing",severity="error"} 90
+workloaddoctor_finding_age_seconds{check="stuck-terminating",kind="Pod",name="web-2",namespace="shop",owner_kind="ReplicaSet",owner_name="web-5d8",pod="web-2",root_cause="finalizer-owner-missing",severity="error"} 30
+workloaddoctor_finding_age_seconds{check="stuck-terminating",kind="Widget",name="w",namespace="shop",owner_kind="",owner_name="",pod="",root_cause="finalizer-owner-not-acting",severity="warning"} 60
+# HELP workloaddoctor_findings Current findings of the last complete scan.
+# TYPE workloaddoctor_findings gauge
+workloaddoctor_findings{check="stuck-terminating",kind="Namespace",namespace="",root_cause="namespace-discovery-failed",severity="warning"} 1
+workloaddoctor_findings{check="stuck-terminating",kind="Pod",namespace="shop",root_cause="finalizer-owner-missing",severity="error"} 2
+workloaddoctor_findings{check="stuck-terminating",kind="Widget",namespace="shop",root_cause="finalizer-owner-not-acting",severity="warning"} 2
+# HELP workloaddoctor_fixes_total Fix actions the auditor ran on its own, by action and result status (applied, refused, failed, ...).
+# TYPE workloaddoctor_fixes_total counter
+workloaddoctor_fixes_total{action="delete-pod",result="applied"} 2
+workloaddoctor_fixes_total{action="remove-finalizer",result="failed"} 1
+# HELP workloaddoctor_last_success_timestamp_seconds Unix time of the last successful scan.
+# TYPE workloaddoctor_last_success_timestamp_seconds gauge
+workloaddoctor_last_success_timestamp_seconds 1.7776368e+09
+# HELP workloaddoctor_leader 1 on the replica that writes reports and fixes.
+# TYPE workloaddoctor_leader gauge
+workloaddoctor_leader 1
+# HELP workloaddoctor_scan_duration_seconds Duration of each scan cycle, failed ones included.
+# TYPE workloaddoctor_scan_duration_seconds histogram
+workloaddoctor_scan_duration_seconds_bucket{le="0.25"} 0
+workloaddoctor_scan_duration_seconds_bucket{le="0.5"} 0
+workloaddoctor_scan_duration_seconds_bucket{le="1"} 0
+workloaddoctor_scan_duration_seconds_bucket{le="2.5"} 1
+workloaddoctor_scan_duration_seconds_bucket{le="5"} 1
+workloaddoctor_scan_duration_seconds_bucket{le="10"} 1
+workloaddoctor_scan_duration_seconds_bucket{le="20"} 1
+workloaddoctor_scan_duration_seconds_bucket{le="40"} 2
+workloaddoctor_scan_duration_seconds_bucket{le="80"} 2
+workloaddoctor_scan_duration_seconds_bucket{le="160"} 2
+workloaddoctor_scan_duration_seconds_bucket{le="320"} 2
+workloaddoctor_scan_duration_seconds_bucket{le="+Inf"} 2
+workloaddoctor_scan_duration_seconds_sum 31.5
+workloaddoctor_scan_duration_seconds_count 2
+# HELP workloaddoctor_scans_total Scan cycles by result: success, or error (the scan failed or could not read an input checks detect from).
+# TYPE workloaddoctor_scans_total counter
+workloaddoctor_scans_total{result="error"} 1
+workloaddoctor_scans_total{result="success"} 1
+`
+	if got := exposition(t, m); got != want {
+		t.Errorf("exposition:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// Before any cycle every family but the per-series ones is there, both scan results included, so
+// that rate() and increase() see the first error.
+func TestExpositionBeforeAnyCycle(t *testing.T) {
+	const want = `# HELP workloaddoctor_coverage_complete 1 when the last scan read everything its checks need, else 0.
+# TYPE workloaddoctor_coverage_complete gauge
+workloaddoctor_coverage_complete 0
+# HELP workloaddoctor_last_success_timestamp_seconds Unix time of the last successful scan.
+# TYPE workloaddoctor_last_success_timestamp_seconds gauge
+workloaddoctor_last_success_timestamp_seconds 0
+# HELP workloaddoctor_leader 1 on the replica that writes reports and fixes.
+# TYPE workloaddoctor_leader gauge
+workloaddoctor_leader 0
+# HELP workloaddoctor_scan_duration_seconds Duration of each scan cycle, failed ones included.
+# TYPE workloaddoctor_scan_duration_seconds histogram
+workloaddoctor_scan_duration_seconds_bucket{le="0.25"} 0
+workloaddoctor_scan_duration_seconds_bucket{le="0.5"} 0
+workloaddoctor_scan_duration_seconds_bucket{le="1"} 0
+workloaddoctor_scan_duration_seconds_bucket{le="2.5"} 0
+workloaddoctor_scan_duration_seconds_bucket{le="5"} 0
+workloaddoctor_scan_duration_seconds_bucket{le="10"} 0
+workloaddoctor_scan_duration_seconds_bucket{le="20"} 0
+workloaddoctor_scan_duration_seconds_bucket{le="40"} 0
+workloaddoctor_scan_duration_seconds_bucket{le="80"} 0
+workloaddoctor_scan_duration_seconds_bucket{le="160"} 0
+workloaddoctor_scan_duration_seconds_bucket{le="320"} 0
+workloaddoctor_scan_duration_seconds_bucket{le="+Inf"} 0
+workloaddoctor_scan_duration_seconds_sum 0
+workloaddoctor_scan_duration_seconds_count 0
+# HELP workloaddoctor_scans_total Scan cycles by result: success, or error (the scan failed or could not read an input checks detect from).
+# TYPE workloaddoctor_scans_total counter
+workloaddoctor_scans_total{result="error"} 0
+workloaddoctor_scans_total{result="success"} 0
+`
+	if got := exposition(t, NewMetrics()); got != want {
+		t.Errorf("exposition:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// A scraper that asks for the protobuf format gets the counters' and the histogram's created
+// time, which it uses to tell a reset from a counter that never moved.
+func TestCountersCarryTheirCreatedTime(t *testing.T) {
+	m := NewMetrics()
+	m.CountFix("delete-pod", "applied")
+	mfs, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, mf := range mfs {
+		for _, s := range mf.GetMetric() {
+			var ct interface{ GetSeconds() int64 }
+			switch {
+			case s.GetCounter() != nil && strings.HasPrefix(mf.GetName(), "workloaddoctor_"):
+				ct = s.GetCounter().GetCreatedTimestamp()
+			case s.GetHistogram() != nil && strings.HasPrefix(mf.GetName(), "workloaddoctor_"):
+				ct = s.GetHistogram().GetCreatedTimestamp()
+			default:
+				continue
+			}
+			seen++
+			if ct.GetSeconds() <= 0 {
+				t.Errorf("%s %v has no created time", mf.GetName(), s.GetLabel())
+			}
+		}
+	}
+	if seen != 4 {
+		t.Errorf("%d counter and histogram series, want 4 (2 scans, 1 fix, the duration)", seen)
+	}
+}
