@@ -189,7 +189,7 @@ func TestDuplicateAgeSeriesDoNotBreakTheScrape(t *testing.T) {
 	a2 := a1
 	a2.Object.APIVersion, a2.Object.UID = "other.example.com/v1", "other"
 	m := NewMetrics()
-	m.findings.set(newReport(looked, a1, a2))
+	m.observe(Cycle{Report: newReport(looked, a1, a2)})
 	mfs, err := m.Registry.Gather()
 	if err != nil {
 		t.Fatalf("gather: %v", err)
@@ -198,7 +198,7 @@ func TestDuplicateAgeSeriesDoNotBreakTheScrape(t *testing.T) {
 	for _, mf := range mfs {
 		got[mf.GetName()] = len(mf.GetMetric())
 	}
-	if got[metricFindings] != 1 || got[metricFindingAge] != 1 || mfs == nil {
+	if got["workloaddoctor_findings"] != 1 || got["workloaddoctor_finding_age_seconds"] != 1 || mfs == nil {
 		t.Errorf("series per metric = %v, want one count (of 2) and one age", got)
 	}
 }

@@ -1,8 +1,11 @@
 package audit
 
 import (
+	"maps"
 	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -10,104 +13,159 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
-// Metric names (docs/contract.md, "Auditor").
 const (
-	metricFindings     = "workloaddoctor_findings"
-	metricFindingAge   = "workloaddoctor_finding_age_seconds"
-	metricScanDuration = "workloaddoctor_scan_duration_seconds"
-	metricScans        = "workloaddoctor_scans_total"
-	metricLastSuccess  = "workloaddoctor_last_success_timestamp_seconds"
-	metricCoverage     = "workloaddoctor_coverage_complete"
-	metricLeader       = "workloaddoctor_leader"
-	metricFixes        = "workloaddoctor_fixes_total"
-	resultSuccess      = "success"
-	resultError        = "error"
-	labelCheck         = "check"
-	labelRootCause     = "root_cause"
-	labelSeverity      = "severity"
-	labelNamespace     = "namespace"
-	labelKind          = "kind"
-	findingsHelp       = "Current findings of the last complete scan."
-	findingAgeHelp     = "How long each current finding's object has been stuck, as of the last complete scan."
-	scanDurationHelp   = "Duration of each scan cycle, failed ones included."
-	scansHelp          = "Scan cycles by result: success, or error (the scan failed or could not read an input checks detect from)."
-	lastSuccessHelp    = "Unix time of the last successful scan."
-	coverageHelp       = "1 when the last scan read everything its checks need, else 0."
-	leaderHelp         = "1 on the replica that writes reports and fixes."
-	fixesHelp          = "Fix actions the auditor ran on its own, by action and result status (applied, refused, failed, ...)."
+	resultSuccess = "success"
+	resultError   = "error"
 )
 
-var (
-	findingsLabels = []string{labelCheck, labelRootCause, labelSeverity, labelNamespace, labelKind}
-	ageLabels      = []string{labelCheck, labelRootCause, labelSeverity, labelNamespace, labelKind, "name", "pod", "owner_kind", "owner_name"}
+// families are the auditor's metrics (docs/contract.md, "Auditor"), each declared whole: what a
+// scrape shows of it and how its samples come from the auditor's state. Registration and every
+// scrape go through this table, so a family is stated here and nowhere else.
+func families() []family {
+	return []family{
+		{name: "workloaddoctor_findings", help: "Current findings of the last complete scan.",
+			typ: gauge, labels: []string{"check", "root_cause", "severity", "namespace", "kind"}, samples: findingCounts},
+		{name: "workloaddoctor_finding_age_seconds", help: "How long each current finding's object has been stuck, as of the last complete scan.",
+			typ: gauge, labels: []string{"check", "root_cause", "severity", "namespace", "kind", "name", "pod", "owner_kind", "owner_name"}, samples: findingAges},
+		{name: "workloaddoctor_scan_duration_seconds", help: "Duration of each scan cycle, failed ones included.",
+			typ: histogram, samples: func(s *state) []sample { return []sample{{dist: &s.duration, created: s.duration.since}} }},
+		{name: "workloaddoctor_scans_total", help: "Scan cycles by result: success, or error (the scan failed or could not read an input checks detect from).",
+			typ: counter, labels: []string{"result"}, samples: func(s *state) []sample { return s.scans.samples() }},
+		{name: "workloaddoctor_last_success_timestamp_seconds", help: "Unix time of the last successful scan.",
+			typ: gauge, samples: func(s *state) []sample { return one(s.lastSuccess) }},
+		{name: "workloaddoctor_coverage_complete", help: "1 when the last scan read everything its checks need, else 0.",
+			typ: gauge, samples: func(s *state) []sample { return one(s.coverage) }},
+		{name: "workloaddoctor_leader", help: "1 on the replica that writes reports and fixes.",
+			typ: gauge, samples: func(s *state) []sample { return one(s.leader) }},
+		{name: "workloaddoctor_fixes_total", help: "Fix actions the auditor ran on its own, by action and result status (applied, refused, failed, ...).",
+			typ: counter, labels: []string{"action", "result"}, samples: func(s *state) []sample { return s.fixes.samples() }},
+	}
+}
+
+// family is one metric family: its name, help, type and label names, and samples, which reads
+// its series off the auditor's state at scrape time.
+type family struct {
+	name, help string
+	typ        metricType
+	labels     []string
+	samples    func(*state) []sample
+}
+
+// metricType is how a scraper reads a family's samples.
+type metricType int
+
+const (
+	gauge metricType = iota
+	counter
+	histogram
 )
+
+// sample is one series of a family: its label values, in the order of the family's label
+// names, and its value, or its distribution for a histogram. created is when a counter or a
+// histogram started counting, which the protobuf format carries so that a scraper tells a
+// restart from a counter that did not move.
+type sample struct {
+	labels  []string
+	value   float64
+	dist    *distribution
+	created time.Time
+}
+
+func one(v float64) []sample { return []sample{{value: v}} }
+
+// metric renders one sample of f, described by d. A sample that does not fit its family fails
+// the scrape with the reason rather than the process.
+func (f family) metric(d *prometheus.Desc, s sample) prometheus.Metric {
+	var m prometheus.Metric
+	var err error
+	switch f.typ {
+	case histogram:
+		m, err = prometheus.NewConstHistogramWithCreatedTimestamp(d, s.dist.count, s.dist.sum, maps.Clone(s.dist.buckets), s.created, s.labels...)
+	case counter:
+		m, err = prometheus.NewConstMetricWithCreatedTimestamp(d, prometheus.CounterValue, s.value, s.created, s.labels...)
+	default:
+		m, err = prometheus.NewConstMetric(d, prometheus.GaugeValue, s.value, s.labels...)
+	}
+	if err != nil {
+		return prometheus.NewInvalidMetric(d, err)
+	}
+	return m
+}
 
 // Metrics are the auditor's Prometheus metrics, on a registry of their own: nothing global, so
 // two auditors in one process (the tests) do not share series.
 type Metrics struct {
-	Registry     *prometheus.Registry
-	findings     *findingsCollector
-	scanDuration prometheus.Histogram
-	scans        *prometheus.CounterVec
-	lastSuccess  prometheus.Gauge
-	coverage     prometheus.Gauge
-	leader       prometheus.Gauge
-	fixes        *prometheus.CounterVec
+	Registry *prometheus.Registry
+	// mu guards state: a scrape reads it whole, so it never sees half of one cycle and half of
+	// the next, nor a cycle counted without its outputs.
+	mu    sync.Mutex
+	state state
+}
+
+// state is what the metrics show, the families' only source.
+type state struct {
+	duration                      distribution
+	scans                         counterVec
+	lastSuccess, coverage, leader float64
+	fixes                         counterVec
+	// findings are those the series show, carried ones included, and findingsAt the time of the
+	// report they were published with, which their age is measured at.
+	findings   []report.Finding
+	findingsAt time.Time
 }
 
 // NewMetrics registers the auditor's metrics, the Go runtime's and the process's.
 func NewMetrics() *Metrics {
-	m := &Metrics{
-		Registry: prometheus.NewRegistry(),
-		findings: &findingsCollector{
-			count: prometheus.NewDesc(metricFindings, findingsHelp, findingsLabels, nil),
-			age:   prometheus.NewDesc(metricFindingAge, findingAgeHelp, ageLabels, nil),
-		},
-		scanDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: metricScanDuration, Help: scanDurationHelp,
-			// A scan takes a second on a small cluster and tens of seconds at 100k pods.
-			Buckets: []float64{0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160, 320},
-		}),
-		scans:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricScans, Help: scansHelp}, []string{"result"}),
-		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{Name: metricLastSuccess, Help: lastSuccessHelp}),
-		coverage:    prometheus.NewGauge(prometheus.GaugeOpts{Name: metricCoverage, Help: coverageHelp}),
-		leader:      prometheus.NewGauge(prometheus.GaugeOpts{Name: metricLeader, Help: leaderHelp}),
-		fixes:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricFixes, Help: fixesHelp}, []string{"action", "result"}),
-	}
+	m := &Metrics{Registry: prometheus.NewRegistry(), state: state{
+		// A scan takes a second on a small cluster and tens of seconds at 100k pods.
+		duration: newDistribution(0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160, 320),
+		scans:    counterVec{},
+		fixes:    counterVec{},
+	}}
 	// Both results exist from the start, so that rate() and increase() see the first error.
-	m.scans.WithLabelValues(resultSuccess)
-	m.scans.WithLabelValues(resultError)
-	m.Registry.MustRegister(m.findings, m.scanDuration, m.scans, m.lastSuccess, m.coverage, m.leader, m.fixes,
+	m.state.scans.series(resultSuccess)
+	m.state.scans.series(resultError)
+	m.Registry.MustRegister(newFamiliesCollector(m, families()),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
 // SetLeader says whether this replica writes.
-func (m *Metrics) SetLeader(leader bool) { m.leader.Set(boolValue(leader)) }
+func (m *Metrics) SetLeader(leader bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.state.leader = boolValue(leader)
+}
 
 // CountFix counts one fix action the auditor applied, by its result status.
-func (m *Metrics) CountFix(action, result string) { m.fixes.WithLabelValues(action, result).Inc() }
+func (m *Metrics) CountFix(action, result string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.state.fixes.series(action, result).value++
+}
 
 // observe records one cycle. A failed cycle (r nil or blind) leaves the findings of the last good
 // one in place: a scan that did not look must not make findings disappear.
 func (m *Metrics) observe(c Cycle) {
-	// The counters move last: a scrape that sees a cycle counted sees its outputs too.
-	m.scanDuration.Observe(c.Duration.Seconds())
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := &m.state
+	s.duration.observe(c.Duration.Seconds())
 	if c.Failed() {
-		m.coverage.Set(0)
-		m.scans.WithLabelValues(resultError).Inc()
+		s.coverage = 0
+		s.scans.series(resultError).value++
 		return
 	}
-	m.findings.set(c.Report)
-	m.coverage.Set(boolValue(c.Report.Coverage.Complete))
+	s.publish(c.Report)
+	s.coverage = boolValue(c.Report.Coverage.Complete)
 	if c.PublishErr != nil {
 		// The scan looked, but its reports are not all written: the cycle did not do its work,
 		// and an alert on the last success or on errors must see it.
-		m.scans.WithLabelValues(resultError).Inc()
+		s.scans.series(resultError).value++
 		return
 	}
-	m.lastSuccess.Set(float64(c.Finished.Unix()))
-	m.scans.WithLabelValues(resultSuccess).Inc()
+	s.lastSuccess = float64(c.Finished.Unix())
+	s.scans.series(resultSuccess).value++
 }
 
 func boolValue(b bool) float64 {
@@ -117,75 +175,154 @@ func boolValue(b bool) float64 {
 	return 0
 }
 
-// findingsCollector renders the findings of one report at scrape time, so that a scrape never
-// sees half of one cycle and half of the next.
-type findingsCollector struct {
-	count, age *prometheus.Desc
-	mu         sync.Mutex
-	series     []prometheus.Metric
-	// published are the findings the series show, carried ones included.
-	published []report.Finding
+// familiesCollector renders a table of families from the metrics' state at scrape time.
+type familiesCollector struct {
+	m        *Metrics
+	families []family
+	descs    []*prometheus.Desc
 }
 
-func (c *findingsCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.count
-	ch <- c.age
+func newFamiliesCollector(m *Metrics, fs []family) *familiesCollector {
+	c := &familiesCollector{m: m, families: fs}
+	for _, f := range fs {
+		c.descs = append(c.descs, prometheus.NewDesc(f.name, f.help, f.labels, nil))
+	}
+	return c
 }
 
-func (c *findingsCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	series := c.series
-	c.mu.Unlock()
-	for _, s := range series {
-		ch <- s
+func (c *familiesCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
 	}
 }
 
-// set publishes the report's findings. A check that may have missed findings this cycle
+func (c *familiesCollector) Collect(ch chan<- prometheus.Metric) {
+	var out []prometheus.Metric
+	c.m.mu.Lock()
+	for i, f := range c.families {
+		for _, s := range f.samples(&c.m.state) {
+			out = append(out, f.metric(c.descs[i], s))
+		}
+	}
+	c.m.mu.Unlock()
+	for _, m := range out {
+		ch <- m
+	}
+}
+
+// counterVec counts by label values, as a counter family's series.
+type counterVec map[string]*tally
+
+type tally struct {
+	labels []string
+	value  float64
+	since  time.Time
+}
+
+// series returns the series of these label values, started now if it is new.
+func (v counterVec) series(labels ...string) *tally {
+	k := strings.Join(labels, "\x00")
+	if v[k] == nil {
+		v[k] = &tally{labels: labels, since: time.Now()}
+	}
+	return v[k]
+}
+
+func (v counterVec) samples() []sample {
+	out := make([]sample, 0, len(v))
+	for _, t := range v {
+		out = append(out, sample{labels: t.labels, value: t.value, created: t.since})
+	}
+	return out
+}
+
+// distribution is a histogram's observations: the count at or under each bucket's upper bound.
+type distribution struct {
+	buckets map[float64]uint64
+	count   uint64
+	sum     float64
+	since   time.Time
+}
+
+func newDistribution(bounds ...float64) distribution {
+	d := distribution{buckets: map[float64]uint64{}, since: time.Now()}
+	for _, b := range bounds {
+		d.buckets[b] = 0
+	}
+	return d
+}
+
+func (d *distribution) observe(v float64) {
+	d.count++
+	d.sum += v
+	for b := range d.buckets {
+		if v <= b {
+			d.buckets[b]++
+		}
+	}
+}
+
+// publish sets the report's findings. A check that may have missed findings this cycle
 // (skipped, or without an input it detects from) keeps its findings of earlier cycles that were
 // not found again, as the reports keep their results (planReports): an alert on a finding must
 // not resolve because the auditor lost a permission, and fire again when it is back. Their age
 // goes on growing; the coverage gauge says the cycle was incomplete.
-func (c *findingsCollector) set(r *report.Report) {
-	hidden := map[string]bool{}
-	for _, g := range gapsOf(r.Coverage) {
-		hidden[g.note.Check] = hidden[g.note.Check] || g.hides
-	}
-	shown := *r
+func (s *state) publish(r *report.Report) {
+	hidden := hiddenChecks(r)
+	shown := r.Findings
 	if len(hidden) > 0 {
 		found := map[string]bool{}
 		for _, f := range r.Findings {
 			found[f.Check+"\x00"+f.Object.String()] = true
 		}
-		c.mu.Lock()
-		for _, f := range c.published {
+		for _, f := range s.findings {
 			if hidden[f.Check] && !found[f.Check+"\x00"+f.Object.String()] {
-				shown.Findings = append(slices.Clip(shown.Findings), f)
+				shown = append(slices.Clip(shown), f)
 			}
 		}
-		c.mu.Unlock()
 	}
-	series := findingSeries(c.count, c.age, &shown)
-	c.mu.Lock()
-	c.series, c.published = series, shown.Findings
-	c.mu.Unlock()
+	s.findings, s.findingsAt = shown, r.Metadata.GeneratedAt
 }
 
-// findingSeries turns a report into the findings and finding-age series: one count per label set,
-// one age per finding, measured at the report's time.
-func findingSeries(count, age *prometheus.Desc, r *report.Report) []prometheus.Metric {
-	type key struct{ check, cause, sev, ns, kind string }
-	counts := map[key]int{}
-	var order []key
-	var out []prometheus.Metric
-	// Same-named kinds of two API groups would give one series twice, which fails the scrape.
-	seen := map[[9]string]bool{}
-	for _, f := range r.Findings {
-		k := key{f.Check, f.RootCause.ID, string(f.Severity), f.Object.Namespace, f.Object.Kind}
+// hiddenChecks are the checks of r that may have missed findings.
+func hiddenChecks(r *report.Report) map[string]bool {
+	hidden := map[string]bool{}
+	for _, g := range gapsOf(r.Coverage) {
+		hidden[g.note.Check] = hidden[g.note.Check] || g.hides
+	}
+	return hidden
+}
+
+// findingKey is the labels of a finding's count series.
+func findingKey(f report.Finding) [5]string {
+	return [5]string{f.Check, f.RootCause.ID, string(f.Severity), f.Object.Namespace, f.Object.Kind}
+}
+
+// findingCounts are the findings series: one count per label set.
+func findingCounts(s *state) []sample {
+	counts := map[[5]string]int{}
+	var order [][5]string
+	for _, f := range s.findings {
+		k := findingKey(f)
 		if counts[k] == 0 {
 			order = append(order, k)
 		}
 		counts[k]++
+	}
+	out := make([]sample, 0, len(order))
+	for _, k := range order {
+		out = append(out, sample{labels: k[:], value: float64(counts[k])})
+	}
+	return out
+}
+
+// findingAges are the finding-age series: one per finding, measured at its report's time.
+func findingAges(s *state) []sample {
+	var out []sample
+	// Same-named kinds of two API groups would give one series twice, which fails the scrape.
+	seen := map[[9]string]bool{}
+	for _, f := range s.findings {
+		k := findingKey(f)
 		pod, ownerKind, ownerName := "", "", ""
 		if f.Object.Kind == "Pod" {
 			pod = f.Object.Name
@@ -193,20 +330,16 @@ func findingSeries(count, age *prometheus.Desc, r *report.Report) []prometheus.M
 		if f.Owner != nil {
 			ownerKind, ownerName = f.Owner.Kind, f.Owner.Name
 		}
-		labels := [9]string{k.check, k.cause, k.sev, k.ns, k.kind, f.Object.Name, pod, ownerKind, ownerName}
+		labels := [9]string{k[0], k[1], k[2], k[3], k[4], f.Object.Name, pod, ownerKind, ownerName}
 		if seen[labels] {
 			continue
 		}
 		seen[labels] = true
-		stuck := r.Metadata.GeneratedAt.Sub(f.Since).Seconds()
+		stuck := s.findingsAt.Sub(f.Since).Seconds()
 		if f.Since.IsZero() || stuck < 0 {
 			stuck = 0
 		}
-		out = append(out, prometheus.MustNewConstMetric(age, prometheus.GaugeValue, stuck, labels[:]...))
-	}
-	for _, k := range order {
-		out = append(out, prometheus.MustNewConstMetric(count, prometheus.GaugeValue, float64(counts[k]),
-			k.check, k.cause, k.sev, k.ns, k.kind))
+		out = append(out, sample{labels: labels[:], value: stuck})
 	}
 	return out
 }
