@@ -12,7 +12,7 @@ import (
 )
 
 // hold records what a built-in controller's condition waits on for a subject.
-func (a *analysis) hold(subj subject, bs []blocker) {
+func (a *pass) hold(subj subject, bs []blocker) {
 	if a.held == nil {
 		a.held = map[types.UID][]blocker{}
 	}
@@ -23,7 +23,7 @@ func (a *analysis) hold(subj subject, bs []blocker) {
 // of its own) names the chain down to the root, nearest first, and its summary names the root.
 // Only the root's finding keeps fixes: a write above it would act on something that is waiting,
 // not on what holds it. A Terminating namespace links to a stuck object inside it the same way.
-func (a *analysis) link(fs []report.Finding) {
+func (a *pass) link(fs []report.Finding) {
 	byUID := map[string]int{}
 	inNamespace := map[string][]int{}
 	for i, f := range fs {

@@ -64,7 +64,7 @@ func (check) PodCandidates(s *snapshot.Snapshot) []types.UID {
 
 // Run reports every overdue deletion with its most specific root cause.
 func (c check) Run(s *snapshot.Snapshot, threshold time.Duration) []report.Finding {
-	a := &analysis{s: s, info: c.Info(), now: s.Now, threshold: threshold}
+	a := &pass{s: s, info: c.Info(), now: s.Now, threshold: threshold}
 	var out []report.Finding
 	for _, p := range a.pods() {
 		if f, ok := a.pod(p); ok {
