@@ -36,7 +36,7 @@ type blocker struct {
 	leaving bool
 }
 
-func (b blocker) name() string { return refName(b.ref) }
+func (b blocker) name() string { return checks.RefName(b.ref) }
 
 // podState says what a pod is doing, as far as the snapshot shows: phase, deletion, and its node.
 func (a *pass) podState(m *metav1.ObjectMeta) string {
@@ -129,15 +129,33 @@ func blockerList(bs []blocker) string {
 }
 
 // heldByCondition checks, for each built-in finalizer of the subject whose controller waits on
-// other objects, whether that condition holds; the first one that does not is the finding. The
-// blockers are kept for the chain (see chains.go).
+// other objects, whether that condition holds; the first one that does not is the finding, and
+// what it waits on are its blockers, followed to the root across the scan (checks.RootCause
+// ChainsToRoot).
 func (a *pass) heldByCondition(t *target) (checks.Draft, bool) {
-	subj := t.subject
-	d, bs, ok := a.condition(subj)
-	if ok {
-		a.hold(subj, bs)
+	d, bs, ok := a.condition(t.subject)
+	for _, b := range bs {
+		d.BlockedBy = append(d.BlockedBy, blockRef(b.ref))
 	}
 	return d, ok
+}
+
+// blockRef names an object as something a finding waits on.
+func blockRef(o report.ObjectRef) report.BlockRef {
+	return report.BlockRef{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
+}
+
+// withoutProtectionRemoval drops any removal of a protection finalizer: its controller removes
+// it once its condition holds, and removing it earlier deletes what is still in use.
+func withoutProtectionRemoval(fixes []report.Fix) []report.Fix {
+	out := fixes[:0]
+	for _, f := range fixes {
+		if f.Action == checks.ActionRemoveFinalizer && protectionFinalizers[f.Params["finalizer"]] {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // progressing says whether every object the subject's built-in condition waits on is itself on

@@ -233,7 +233,28 @@ func (a *pass) namespaceContent(t *target) (checks.Draft, bool) {
 		Summary:   fmt.Sprintf("Terminating for %s: %s remains", checks.Age(a.now, ns.DeletionTimestamp.Time), what),
 		Message:   msg,
 		Evidence:  ev,
+		BlockedBy: a.reportable(ns.Name),
 	}, true
+}
+
+// reportable returns what the check could report in a namespace (its pods being deleted or
+// PreparingDelete, its objects being deleted), by name: the content a Terminating namespace
+// waits on. Which of them is stuck is for their own findings to say; the first by name with one
+// keeps reports stable.
+func (a *pass) reportable(namespace string) []report.BlockRef {
+	var out []report.BlockRef
+	for _, p := range a.pods() {
+		if p.Namespace == namespace {
+			out = append(out, blockRef(podSubject(p).ref))
+		}
+	}
+	for _, o := range a.s.Objects {
+		if o.Meta != nil && o.Meta.Namespace == namespace && o.Meta.DeletionTimestamp != nil && !ownInput(o) {
+			out = append(out, blockRef(checks.Ref(o.APIVersion(), o.Kind, o.Meta)))
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // namespaceControllerIdle reports a namespace whose kubernetes finalizer is still there and

@@ -27,8 +27,6 @@ type pass struct {
 	kwok         *kwokController
 	kwokLooked   bool
 	allWorkloads []workload
-	// held are the blockers of each subject a built-in controller's condition holds (held.go).
-	held map[types.UID][]blocker
 	// progress memoizes progressing (held.go) by UID.
 	progress map[types.UID]bool
 }
@@ -150,6 +148,7 @@ func (a *pass) finish(subj subject, since time.Time, f checks.Draft, node string
 	f.Owner = checks.OwnerRef(subj.meta.GetNamespace(), snapshot.ControllerOf(subj.meta))
 	f.Since = since
 	f.Node = node
+	f.Fixes = withoutProtectionRemoval(f.Fixes)
 	if subj.meta.GetDeletionTimestamp() != nil {
 		f.Evidence = append([]string{a.deletionEvidence(subj.meta)}, f.Evidence...)
 	}
