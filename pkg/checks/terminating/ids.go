@@ -36,7 +36,7 @@ func rootCauses() []checks.RootCause {
 		{ID: RootCauseKruisePreDeleteHook, Severity: report.SeverityWarning},
 		{ID: RootCauseKruiseHookBypassed, Severity: report.SeverityWarning, Actions: []string{checks.ActionRemoveFinalizer}},
 		{ID: RootCauseOwnerPaused, Severity: report.SeverityWarning},
-		{ID: RootCauseFinalizerReaddRace, Severity: report.SeverityError},
+		{ID: RootCauseFinalizerReaddRace, Severity: report.SeverityError, Actions: []string{checks.ActionRemoveFinalizer}},
 		{ID: RootCauseProtectedResourceInUse, Severity: report.SeverityWarning, ChainsToRoot: true},
 		{ID: RootCauseDependentsRemaining, Severity: report.SeverityWarning, ChainsToRoot: true},
 		{ID: RootCauseFinalizerOwnerMissing, Severity: report.SeverityError, Actions: []string{checks.ActionRemoveFinalizer}},
