@@ -26,6 +26,10 @@ type RootCause struct {
 	References  []string
 	// Actions are the fix actions findings with this root cause offer, first the default.
 	Actions []string
+	// ChainsToRoot marks a root cause whose finding waits on other stuck objects the way a
+	// deletion waits on what holds it: its blockedBy is followed down to the root, whose finding
+	// alone keeps fixes (blocked.go).
+	ChainsToRoot bool
 }
 
 // Need is an input a check reads. A check whose required input cannot be read is skipped; one
@@ -204,6 +208,6 @@ func Run(s *snapshot.Snapshot, cs []Check, minAge time.Duration) ([]report.Findi
 		}
 		findings = append(findings, c.Run(s, threshold)...)
 	}
-	linkBlockers(findings)
+	link(findings, cs)
 	return findings, cov
 }

@@ -1,6 +1,8 @@
 package checks
 
 import (
+	"fmt"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,13 +55,21 @@ func NewFinding(info Info, f Draft) report.Finding {
 		rc = RootCause{ID: f.RootCause, Severity: report.SeverityError}
 	}
 	refs := append(append([]string{}, rc.References...), f.References...)
-	fixes := f.Fixes
-	if fixes == nil {
-		fixes = []report.Fix{}
-	}
 	evidence := f.Evidence
 	if evidence == nil {
 		evidence = []string{}
+	}
+	fixes := []report.Fix{}
+	for _, fx := range f.Fixes {
+		if slices.Contains(rc.Actions, fx.Action) {
+			fixes = append(fixes, fx)
+			continue
+		}
+		// A fix the root cause does not offer is a programming error, as an unknown root cause
+		// is: fix would act where `checks` and `explain` say nothing may. Drop it, visibly.
+		rc.Severity = report.SeverityError
+		evidence = append(evidence[:len(evidence):len(evidence)],
+			fmt.Sprintf("fix %s dropped: root cause %s does not offer it", fx.Action, rc.ID))
 	}
 	out := report.Finding{
 		Check: info.ID, Severity: rc.Severity, Object: f.Object, Owner: f.Owner, Node: f.Node,

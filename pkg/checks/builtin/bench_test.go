@@ -97,7 +97,7 @@ func BenchmarkIndex(b *testing.B) {
 }
 
 // syntheticSnapshot builds the snapshot a scan of the bench population collects.
-func syntheticSnapshot(b *testing.B, nPods int) *snapshot.Snapshot {
+func syntheticSnapshot(b testing.TB, nPods int) *snapshot.Snapshot {
 	s := &snapshot.Snapshot{
 		Now: checktest.Now, ServerVersion: "v1.37.1", Scope: snapshot.Scope{AllNamespaces: true}, Settings: snapshot.DefaultSettings(),
 		Unread: map[snapshot.Input]error{}, Limits: map[snapshot.Input]string{}, Logs: map[string]string{},
@@ -181,7 +181,7 @@ func benchUID(kind string, i int) types.UID {
 	return types.UID(fmt.Sprintf("%08x-0000-4000-8000-%012x", i, len(kind)<<32|i))
 }
 
-func benchCloneSet(b *testing.B, ns, app string, g int) *kruise.Workload {
+func benchCloneSet(b testing.TB, ns, app string, g int) *kruise.Workload {
 	gen := int64(1)
 	if g%400 == 0 {
 		gen = 2 // a spec the controller never observed

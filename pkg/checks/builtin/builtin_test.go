@@ -1,6 +1,8 @@
 package builtin_test
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
@@ -69,6 +71,35 @@ func TestContractRootCauses(t *testing.T) {
 	for _, a := range []string{checks.ActionRequeueWorkload, checks.ActionRestartControllerLeader, checks.ActionRemoveFinalizer, checks.ActionForceDelete, checks.ActionEvictPod} {
 		if _, ok := fix.NewCatalog().Lookup(a); !ok {
 			t.Errorf("action %s of the contract is not documented", a)
+		}
+	}
+}
+
+// TestFixesAmongRootCauseActions runs every check on the benchmark's cluster (dead nodes, pods
+// stuck on them, CloneSets) and holds each finding to its root cause's table: NewFinding drops a
+// fix the root cause does not offer and raises the finding to an error, so none may be proposed.
+func TestFixesAmongRootCauseActions(t *testing.T) {
+	reg := builtin.Checks()
+	findings, _ := checks.Run(syntheticSnapshot(t, 4000), reg.All(), -1)
+	if len(findings) == 0 {
+		t.Fatal("no findings: the cluster exercises no check")
+	}
+	for _, f := range findings {
+		c, _ := reg.Get(f.Check)
+		i := slices.IndexFunc(c.Info().RootCauses, func(rc checks.RootCause) bool { return rc.ID == f.RootCause.ID })
+		if i < 0 {
+			t.Errorf("%s: root cause %s/%s is not in the check's table", f.ID, f.Check, f.RootCause.ID)
+			continue
+		}
+		for _, fx := range f.Fixes {
+			if !slices.Contains(c.Info().RootCauses[i].Actions, fx.Action) {
+				t.Errorf("%s: %s/%s proposes %s, not among its actions", f.ID, f.Check, f.RootCause.ID, fx.Action)
+			}
+		}
+		for _, e := range f.RootCause.Evidence {
+			if strings.Contains(e, "dropped: root cause") {
+				t.Errorf("%s: %s", f.ID, e)
+			}
 		}
 	}
 }

@@ -46,7 +46,7 @@ func (c check) Run(s *snapshot.Snapshot, threshold time.Duration) []report.Findi
 			}
 		}
 	}
-	env := newCluster(s, pods)
+	env := newPass(s, pods)
 	info := c.Info()
 	var out []report.Finding
 	for _, p := range pods {

@@ -30,15 +30,15 @@ const (
 
 // dropRejected returns the containers whose resizePolicy a pod update without the field would
 // change on this apiserver (so the update is rejected), and how that was inferred.
-func (e *cluster) dropRejected(p *podDiff) ([]*containerDiff, string) {
+func (pa *pass) dropRejected(p *podDiff) ([]*containerDiff, string) {
 	carrying := p.carriesPolicy()
-	if len(carrying) == 0 || e.serverErr != nil {
+	if len(carrying) == 0 || pa.serverErr != nil {
 		return nil, ""
 	}
-	if !e.serverDefaults() {
-		return carrying, fmt.Sprintf("inferred: apiserver %s does not default resizePolicy, so an update without the field changes every container that carries it", e.s.ServerVersion)
+	if !pa.serverDefaults() {
+		return carrying, fmt.Sprintf("inferred: apiserver %s does not default resizePolicy, so an update without the field changes every container that carries it", pa.s.ServerVersion)
 	}
-	if e.gate != "on" {
+	if pa.gate != "on" {
 		return nil, ""
 	}
 	var out []*containerDiff
@@ -48,7 +48,7 @@ func (e *cluster) dropRejected(p *podDiff) ([]*containerDiff, string) {
 		}
 	}
 	return out, fmt.Sprintf("inferred: apiserver %s re-defaults only NotRequired for requested cpu, then memory, so an update without the field changes these containers' lists",
-		e.s.ServerVersion)
+		pa.s.ServerVersion)
 }
 
 // rejection is a FailedUpdatePodInPlace event of the workload about this pod.
@@ -90,44 +90,91 @@ func quoteEvent(msg string) string {
 	return msg
 }
 
-// diagnose explains a judged pod's difference from its placement's template. A pod the rollout
-// will still update is reported only when an old kruise-manager fails that update.
-func (e *cluster) diagnose(p *podDiff) (checks.Draft, bool) {
-	base := checks.Draft{
+// judgedPod is what the rules judge: a pod's difference from its placement's template, with the
+// fields every finding about it shares and how its drift was dated.
+type judgedPod struct {
+	*podDiff
+	base      checks.Draft
+	sinceLine string
+}
+
+// rules are the check's root causes, most specific first. A pod the rollout will still update is
+// reported only when an old kruise-manager fails that update.
+var rules = []checks.Rule[*pass, *judgedPod]{
+	(*pass).dropsPolicy,
+	(*pass).sidecarDrifts,
+	(*pass).immutableDrifts,
+	(*pass).benignDefaults,
+}
+
+// diagnose explains a judged pod's difference from its placement's template.
+func (pa *pass) diagnose(p *podDiff) (checks.Draft, bool) {
+	t := &judgedPod{podDiff: p, base: checks.Draft{
 		Object: checks.Ref("v1", "Pod", p.pod),
 		Owner:  workloadRef(p.w),
 		Node:   p.pod.Spec.NodeName,
-	}
-	var sinceLine string
-	base.Since, sinceLine = e.driftSince(p)
-	rejections := rejections(e.s, p.w, p.pod)
-	if e.mgrOld && p.place.stand != standKept {
-		rejected, how := e.dropRejected(p)
-		var seen []rejection
-		if updatePending(p) {
-			for _, r := range rejections {
-				if r.forbidden && r.resize {
-					seen = append(seen, r)
-				}
-			}
-		}
-		if len(rejected) > 0 || len(seen) > 0 {
-			return e.kruiseDrops(base, p, rejected, how, seen, rejections), true
-		}
-	}
-	if p.place.stand == standPending {
+	}}
+	t.base.Since, t.sinceLine = pa.driftSince(p)
+	return checks.Diagnose(rules, pa, t)
+}
+
+// dropsPolicy: an old kruise-manager's in-place update of the pod is, or would be, rejected.
+func (pa *pass) dropsPolicy(t *judgedPod) (checks.Draft, bool) {
+	if !pa.mgrOld || t.place.stand == standKept {
 		return checks.Draft{}, false
 	}
-	if cs := p.differing(true); len(cs) > 0 {
-		return withSince(e.sidecarDrift(base, p, cs), sinceLine), true
+	rejections := rejections(pa.s, t.w, t.pod)
+	rejected, how := pa.dropRejected(t.podDiff)
+	var seen []rejection
+	if updatePending(t.podDiff) {
+		for _, r := range rejections {
+			if r.forbidden && r.resize {
+				seen = append(seen, r)
+			}
+		}
 	}
-	if cs := p.differing(false); len(cs) > 0 && e.gate == "on" {
-		return withSince(e.immutable(base, p, cs), sinceLine), true
+	if len(rejected) == 0 && len(seen) == 0 {
+		return checks.Draft{}, false
 	}
-	if cs := p.defaultedOnly(); len(cs) > 0 && e.serverDefaults() {
-		return e.benign(base, p, cs), true
+	return pa.kruiseDrops(t.base, t.podDiff, rejected, how, seen, rejections), true
+}
+
+// sidecarDrifts: an injected sidecar's policy differs from its SidecarSet's.
+func (pa *pass) sidecarDrifts(t *judgedPod) (checks.Draft, bool) {
+	return drifts(t, true, pa.sidecarDrift)
+}
+
+// immutableDrifts: a container's policy differs from the template, which the gate makes immutable.
+func (pa *pass) immutableDrifts(t *judgedPod) (checks.Draft, bool) {
+	if pa.gate != "on" {
+		return checks.Draft{}, false
 	}
-	return checks.Draft{}, false
+	return drifts(t, false, pa.immutable)
+}
+
+// drifts explains the containers of a settled pod whose declared policy differs (the injected
+// sidecars, or the others) with explain, dated by the pod's drift.
+func drifts(t *judgedPod, sidecars bool, explain func(checks.Draft, *podDiff, []*containerDiff) checks.Draft) (checks.Draft, bool) {
+	if t.place.stand == standPending {
+		return checks.Draft{}, false
+	}
+	cs := t.differing(sidecars)
+	if len(cs) == 0 {
+		return checks.Draft{}, false
+	}
+	return withSince(explain(t.base, t.podDiff, cs), t.sinceLine), true
+}
+
+// benignDefaults: the only difference is what this apiserver defaults.
+func (pa *pass) benignDefaults(t *judgedPod) (checks.Draft, bool) {
+	if t.place.stand == standPending || !pa.serverDefaults() {
+		return checks.Draft{}, false
+	}
+	cs := t.defaultedOnly()
+	if len(cs) == 0 {
+		return checks.Draft{}, false
+	}
+	return pa.benign(t.base, t.podDiff, cs), true
 }
 
 // withSince adds the line that says how the drift was dated.
@@ -150,15 +197,15 @@ func updatePending(p *podDiff) bool {
 
 // recreateHelps says whether a recreated pod would get the declared policy: kruise < v1.7.0
 // creates and injects pods through an API without resizePolicy, so it would not.
-func (e *cluster) recreateHelps() bool { return !e.mgrOld }
+func (pa *pass) recreateHelps() bool { return !pa.mgrOld }
 
-func (e *cluster) kruiseDrops(f checks.Draft, p *podDiff, rejected []*containerDiff, how string, seen, all []rejection) checks.Draft {
+func (pa *pass) kruiseDrops(f checks.Draft, p *podDiff, rejected []*containerDiff, how string, seen, all []rejection) checks.Draft {
 	f.RootCause = RootCauseKruiseDropsResizePolicy
-	f.Summary = fmt.Sprintf("kruise-manager %s drops resizePolicy: in-place updates of this pod are rejected", e.mgr.Version)
+	f.Summary = fmt.Sprintf("kruise-manager %s drops resizePolicy: in-place updates of this pod are rejected", pa.mgr.Version)
 	f.Message = fmt.Sprintf("kruise-manager %s has no resizePolicy in its Kubernetes API; its in-place update sends pod %s without the field "+
 		"and the apiserver rejects the change. Upgrade kruise to >= v1.7.0; evicting the pod lets %s recreate it on the new revision.",
-		e.mgr.Version, p.pod.Name, kindName(p.w))
-	f.Evidence = e.common(p)
+		pa.mgr.Version, p.pod.Name, kindName(p.w))
+	f.Evidence = pa.common(p)
 	for _, c := range p.carriesPolicy() {
 		f.Evidence = append(f.Evidence, containerLine(c))
 	}
@@ -211,37 +258,38 @@ func eventFirst(ev *corev1.Event) time.Time {
 	return snapshot.EventTime(ev)
 }
 
-func (e *cluster) sidecarDrift(f checks.Draft, p *podDiff, cs []*containerDiff) checks.Draft {
+func (pa *pass) sidecarDrift(f checks.Draft, p *podDiff, cs []*containerDiff) checks.Draft {
 	var sets []string
 	for _, c := range cs {
 		sets = append(sets, c.sidecarSets...)
 	}
-	sets = uniq(sets)
+	sets = checks.Unique(sets)
+	sort.Strings(sets)
 	f.RootCause = RootCauseSidecarResizePolicyDrift
 	f.Summary = fmt.Sprintf("sidecar %s resizePolicy differs from SidecarSet %s", cs[0].name, strings.Join(sets, ","))
 	f.Message = fmt.Sprintf("Container %s was injected by SidecarSet %s, which now declares a different resizePolicy; the pod cannot take it in place.",
 		cs[0].name, strings.Join(sets, ","))
-	return e.recreate(f, p, cs, "the new pod is injected with the SidecarSet's current containers",
+	return pa.recreate(f, p, cs, "the new pod is injected with the SidecarSet's current containers",
 		"kruise-manager < v1.7.0 injects sidecars without resizePolicy: a recreated pod would not get it either; upgrade kruise to >= v1.7.0")
 }
 
-func (e *cluster) immutable(f checks.Draft, p *podDiff, cs []*containerDiff) checks.Draft {
+func (pa *pass) immutable(f checks.Draft, p *podDiff, cs []*containerDiff) checks.Draft {
 	f.RootCause = RootCauseResizePolicyImmutable
 	f.Summary = fmt.Sprintf("container %s resizePolicy differs from the template and cannot change in place", cs[0].name)
 	f.Message = fmt.Sprintf("The %s template of revision %s, which %s recreates this pod from, declares a different resizePolicy than pod %s has; a pod update may not change resizePolicy, so the pod keeps its own until it is recreated.",
 		kindName(p.w), p.place.revision, kindName(p.w), p.pod.Name)
-	return e.recreate(f, p, cs, "the new pod gets revision "+p.place.revision+"'s resizePolicy",
+	return pa.recreate(f, p, cs, "the new pod gets revision "+p.place.revision+"'s resizePolicy",
 		"kruise-manager < v1.7.0 creates pods without resizePolicy: a recreated pod would not get the template's either; upgrade kruise to >= v1.7.0")
 }
 
 // recreate completes a finding about containers whose declared policy only a recreated pod can
 // take: it offers eviction when a recreated pod would get that policy, else says why not.
-func (e *cluster) recreate(f checks.Draft, p *podDiff, cs []*containerDiff, evictNote, noHelp string) checks.Draft {
-	f.Evidence = e.common(p)
+func (pa *pass) recreate(f checks.Draft, p *podDiff, cs []*containerDiff, evictNote, noHelp string) checks.Draft {
+	f.Evidence = pa.common(p)
 	for _, c := range cs {
 		f.Evidence = append(f.Evidence, containerLine(c))
 	}
-	if e.recreateHelps() {
+	if pa.recreateHelps() {
 		f.Fixes = []report.Fix{evictFix(p, evictNote)}
 	} else {
 		f.Evidence = append(f.Evidence, noHelp)
@@ -249,36 +297,23 @@ func (e *cluster) recreate(f checks.Draft, p *podDiff, cs []*containerDiff, evic
 	return f
 }
 
-func (e *cluster) benign(f checks.Draft, p *podDiff, cs []*containerDiff) checks.Draft {
+func (pa *pass) benign(f checks.Draft, p *podDiff, cs []*containerDiff) checks.Draft {
 	f.RootCause = RootCauseBenignDefaulting
 	f.Summary = "resizePolicy on the pod was defaulted by the apiserver; it means the same as the template"
 	f.Message = fmt.Sprintf("Apiserver %s added resizePolicy NotRequired to pod %s where the %s template sets none; NotRequired is also what an unset entry means, so nothing differs in effect.",
-		e.s.ServerVersion, p.pod.Name, kindName(p.w))
-	f.Evidence = e.common(p)
+		pa.s.ServerVersion, p.pod.Name, kindName(p.w))
+	f.Evidence = pa.common(p)
 	for _, c := range cs {
 		f.Evidence = append(f.Evidence, containerLine(c)+"; defaulted "+joinResources(c.defaulted)+"=NotRequired")
 	}
 	switch {
-	case !e.kruiseEnv.VersionKnown():
+	case !pa.kruiseEnv.VersionKnown():
 		f.Evidence = append(f.Evidence, "kruise-manager version unknown: this apiserver re-defaults the same values on every pod update, so in-place updates pass either way")
-	case e.mgrOld:
+	case pa.mgrOld:
 		f.Evidence = append(f.Evidence, fmt.Sprintf("kruise-manager %s drops resizePolicy on in-place updates, but this apiserver re-defaults the same list, so they pass; upgrade kruise to >= v1.7.0 before the apiserver to >= v1.33, which no longer re-defaults",
-			e.mgr.Version))
+			pa.mgr.Version))
 	default:
-		f.Evidence = append(f.Evidence, fmt.Sprintf("kruise-manager %s keeps resizePolicy on in-place updates (>= v1.7.0)", e.mgr.Version))
+		f.Evidence = append(f.Evidence, fmt.Sprintf("kruise-manager %s keeps resizePolicy on in-place updates (>= v1.7.0)", pa.mgr.Version))
 	}
 	return f
-}
-
-func uniq(in []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, s := range in {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	sort.Strings(out)
-	return out
 }

@@ -22,9 +22,9 @@ func workloadRef(w *kruise.Workload) *report.ObjectRef {
 
 func kindName(w *kruise.Workload) string { return strings.ToLower(w.Kind) + "/" + w.Name }
 
-func (e *cluster) managerLine() string {
-	line := e.kruiseEnv.ManagerEvidence()
-	if e.mgrOld {
+func (pa *pass) managerLine() string {
+	line := pa.kruiseEnv.ManagerEvidence()
+	if pa.mgrOld {
 		if b, ok := knowledge.LookupBug(knowledge.BugKruiseDropsResizePolicy); ok {
 			line += fmt.Sprintf(": versions %s are built against a Kubernetes API without resizePolicy", b.Affected)
 		}
@@ -32,29 +32,29 @@ func (e *cluster) managerLine() string {
 	return line
 }
 
-func (e *cluster) serverLine() string {
-	if e.serverErr != nil {
-		return fmt.Sprintf("apiserver version %q from /version could not be parsed: %v", e.s.ServerVersion, e.serverErr)
+func (pa *pass) serverLine() string {
+	if pa.serverErr != nil {
+		return fmt.Sprintf("apiserver version %q from /version could not be parsed: %v", pa.s.ServerVersion, pa.serverErr)
 	}
 	switch {
-	case e.serverDefaults():
-		return fmt.Sprintf("apiserver %s (from /version) defaults resizePolicy on pods when %s is on (%s)", e.s.ServerVersion, gate, e.defaulting)
-	case e.serverHasField():
-		return fmt.Sprintf("apiserver %s (from /version) does not default resizePolicy; a pod update may not change it", e.s.ServerVersion)
+	case pa.serverDefaults():
+		return fmt.Sprintf("apiserver %s (from /version) defaults resizePolicy on pods when %s is on (%s)", pa.s.ServerVersion, gate, pa.defaulting)
+	case pa.serverHasField():
+		return fmt.Sprintf("apiserver %s (from /version) does not default resizePolicy; a pod update may not change it", pa.s.ServerVersion)
 	}
-	return fmt.Sprintf("apiserver %s (from /version)", e.s.ServerVersion)
+	return fmt.Sprintf("apiserver %s (from /version)", pa.s.ServerVersion)
 }
 
-func (e *cluster) common(p *podDiff) []string {
-	ev := []string{e.serverLine()}
-	if e.gateWhy != "" {
-		ev = append(ev, e.gateWhy)
+func (pa *pass) common(p *podDiff) []string {
+	ev := []string{pa.serverLine()}
+	if pa.gateWhy != "" {
+		ev = append(ev, pa.gateWhy)
 	}
-	ev = append(ev, e.managerLine())
+	ev = append(ev, pa.managerLine())
 	ev = append(ev, revisionLines(p)...)
 	for _, name := range p.missingSidecarSets {
 		line := fmt.Sprintf("container %s is an injected sidecar whose SidecarSet is not in the snapshot: not compared", name)
-		if err, ok := e.s.Unread[snapshot.InputSidecarSets]; ok {
+		if err, ok := pa.s.Unread[snapshot.InputSidecarSets]; ok {
 			line += fmt.Sprintf(" (%v)", err)
 		}
 		ev = append(ev, line)

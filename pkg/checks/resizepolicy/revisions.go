@@ -82,7 +82,7 @@ func (h *history) templateFor(w *kruise.Workload) func(string) *corev1.PodTempla
 // judged against); metadata-only, the revision a drifting pod is judged against (its creation
 // dates the drift). Only workloads with such pods are concerned.
 func (check) RevisionCandidates(s *snapshot.Snapshot) []snapshot.RevisionRead {
-	env := newCluster(s, nil)
+	env := newPass(s, nil)
 	var out []snapshot.RevisionRead
 	for _, w := range inPlaceWorkloads(s) {
 		pods := ownedPods(s, w)
@@ -117,7 +117,7 @@ func (check) RevisionCandidates(s *snapshot.Snapshot) []snapshot.RevisionRead {
 // the pod's creation, the revision's creation (the template change) and the pod's in-place
 // update to that revision. Without the revision's creation, a failed in-place update of the pod
 // stands for it. It returns an evidence line saying so.
-func (e *cluster) driftSince(p *podDiff) (time.Time, string) {
+func (pa *pass) driftSince(p *podDiff) (time.Time, string) {
 	since := p.pod.CreationTimestamp.Time
 	from := "the pod's creation"
 	later := func(t time.Time, what string) {
@@ -126,11 +126,11 @@ func (e *cluster) driftSince(p *podDiff) (time.Time, string) {
 		}
 	}
 	rev := p.place.revision
-	if cr := e.hist.revision(p.w, rev); cr != nil {
+	if cr := pa.hist.revision(p.w, rev); cr != nil {
 		later(cr.CreationTimestamp.Time, fmt.Sprintf("ControllerRevision %s's creation (the template change)", cr.Name))
 	} else {
 		var first time.Time
-		for _, r := range rejections(e.s, p.w, p.pod) {
+		for _, r := range rejections(pa.s, p.w, p.pod) {
 			if t := eventFirst(r.event); first.IsZero() || t.Before(first) {
 				first = t
 			}
@@ -141,7 +141,7 @@ func (e *cluster) driftSince(p *podDiff) (time.Time, string) {
 		later(st.UpdateTimestamp.Time, "the pod's in-place update to "+rev)
 	}
 	line := fmt.Sprintf("differs from revision %s since %s: %s", rev, since.UTC().Format(time.RFC3339), from)
-	if e.hist.revision(p.w, rev) == nil {
+	if pa.hist.revision(p.w, rev) == nil {
 		line += fmt.Sprintf(" (ControllerRevision %s not read)", revisionName(p.w, rev))
 	}
 	return since, line

@@ -29,7 +29,7 @@ const sampleWindow = time.Hour
 // in any way is read whole. Pods updated in place (created from a revision their labels no longer
 // name) and pods a failed in-place update names are always read.
 func (check) PodCandidates(s *snapshot.Snapshot) []types.UID {
-	env := newCluster(s, nil)
+	pa := newPass(s, nil)
 	var out []types.UID
 	for _, w := range inPlaceWorkloads(s) {
 		failed := failedPods(s, w)
@@ -43,8 +43,8 @@ func (check) PodCandidates(s *snapshot.Snapshot) []types.UID {
 		owned := ownedPods(s, w)
 		r := newRollout(s, w, owned)
 		for _, p := range owned {
-			pl := r.place(p, env.hist.templateFor(w))
-			if !pl.judged() || (pl.stand == standPending && !env.mgrOld) {
+			pl := r.place(p, pa.hist.templateFor(w))
+			if !pl.judged() || (pl.stand == standPending && !pa.mgrOld) {
 				continue
 			}
 			if failed[p.Name] || p.Annotations[kruise.AnnotationInPlaceState] != "" {
@@ -69,7 +69,7 @@ func (check) PodCandidates(s *snapshot.Snapshot) []types.UID {
 					newest = p
 				}
 			}
-			if env.sampleMetaDiffers(w, oldest, place[k]) || env.sampleMetaDiffers(w, newest, place[k]) {
+			if pa.sampleMetaDiffers(w, oldest, place[k]) || pa.sampleMetaDiffers(w, newest, place[k]) {
 				for _, p := range g {
 					out = append(out, p.UID)
 				}
@@ -85,17 +85,17 @@ func (check) PodCandidates(s *snapshot.Snapshot) []types.UID {
 }
 
 // sampleMetaDiffers is sampleDiffers for a pod that may not have been read in full yet.
-func (e *cluster) sampleMetaDiffers(w *kruise.Workload, meta *metav1.ObjectMeta, pl placement) bool {
-	pod, full := e.s.FullPod(meta.UID)
-	return full && e.sampleDiffers(w, pod, pl)
+func (pa *pass) sampleMetaDiffers(w *kruise.Workload, meta *metav1.ObjectMeta, pl placement) bool {
+	pod, full := pa.s.FullPod(meta.UID)
+	return full && pa.sampleDiffers(w, pod, pl)
 }
 
 // sampleDiffers reports whether a pod read in full shows anything the check could report on its
 // group: a policy that differs from its placement's template or is defaulted, a sidecar whose
 // SidecarSet is missing, or a policy an old kruise-manager would drop.
-func (e *cluster) sampleDiffers(w *kruise.Workload, pod *corev1.Pod, pl placement) bool {
-	p := comparePod(e.s, w, pod, pl)
-	if len(p.missingSidecarSets) > 0 || (e.mgrOld && len(p.carriesPolicy()) > 0) {
+func (pa *pass) sampleDiffers(w *kruise.Workload, pod *corev1.Pod, pl placement) bool {
+	p := comparePod(pa.s, w, pod, pl)
+	if len(p.missingSidecarSets) > 0 || (pa.mgrOld && len(p.carriesPolicy()) > 0) {
 		return true
 	}
 	for _, c := range p.containers {

@@ -24,7 +24,8 @@ var lbFailureReasons = map[string]bool{"DeletingLoadBalancerFailed": true, "Sync
 // loadBalancerCleanup says whether any service controller ever acted on a Service held by the
 // load-balancer cleanup finalizer: its class, its load balancer status, its Warning events. The
 // owner is a controller outside what the scan sees (a cloud provider), so no write is offered.
-func (a *analysis) loadBalancerCleanup(subj subject) (checks.Draft, bool) {
+func (a *pass) loadBalancerCleanup(t *target) (checks.Draft, bool) {
+	subj := t.subject
 	if subj.kind != "Service" || subj.group != "" || !slices.Contains(subj.meta.GetFinalizers(), finLBCleanup) {
 		return checks.Draft{}, false
 	}
@@ -58,7 +59,7 @@ func (a *analysis) loadBalancerCleanup(subj subject) (checks.Draft, bool) {
 	d := checks.Draft{RootCause: RootCauseFinalizerOwnerNotActing, Evidence: ev}
 	switch {
 	case len(failed) > 0:
-		d.Summary = fmt.Sprintf("%s for %s: %s fails to delete the load balancer (%s)", subj.noun, age, owner, strings.Join(uniqStrings(failed), ", "))
+		d.Summary = fmt.Sprintf("%s for %s: %s fails to delete the load balancer (%s)", subj.noun, age, owner, strings.Join(checks.Unique(failed), ", "))
 		d.Message = fmt.Sprintf("Finalizer %s waits for %s to delete the cloud load balancer, and it reports failing: its "+
 			"Warning events say why (credentials, quota, a resource the load balancer still uses). Fix that and the Service "+
 			"goes; removing the finalizer would leave the load balancer behind, still billed.", finLBCleanup, owner)
@@ -78,7 +79,8 @@ func (a *analysis) loadBalancerCleanup(subj subject) (checks.Draft, bool) {
 
 // jobTracking explains a pod held by the Job controller's tracking finalizer: the controller
 // removes it once it has counted the pod, and from pods whose Job is gone.
-func (a *analysis) jobTracking(p *corev1.Pod, owners *ownerCache) (checks.Draft, bool) {
+func (a *pass) jobTracking(t *target) (checks.Draft, bool) {
+	p, owners := t.pod, t.owners
 	if !slices.Contains(p.Finalizers, finJobTracking) || len(p.Finalizers) != 1 {
 		return checks.Draft{}, false // another finalizer is judged on its own
 	}
@@ -104,7 +106,8 @@ func (a *analysis) jobTracking(p *corev1.Pod, owners *ownerCache) (checks.Draft,
 // volumeDetach explains a VolumeAttachment held by its CSI driver's external-attacher: the
 // attacher removes its finalizer once the volume is detached, and records why not in
 // status.detachError.
-func (a *analysis) volumeDetach(subj subject) (checks.Draft, bool) {
+func (a *pass) volumeDetach(t *target) (checks.Draft, bool) {
+	subj := t.subject
 	if subj.kind != "VolumeAttachment" || subj.group != "storage.k8s.io" {
 		return checks.Draft{}, false
 	}

@@ -62,9 +62,15 @@ func (check) PodCandidates(s *snapshot.Snapshot) []types.UID {
 	return out
 }
 
+// ownInput says whether the objects input holds o only as a copy: pods and namespaces are read
+// through their own inputs.
+func ownInput(o snapshot.Object) bool {
+	return o.Resource.Group == "" && (o.Resource.Resource == "pods" || o.Resource.Resource == "namespaces")
+}
+
 // Run reports every overdue deletion with its most specific root cause.
 func (c check) Run(s *snapshot.Snapshot, threshold time.Duration) []report.Finding {
-	a := &analysis{s: s, info: c.Info(), now: s.Now, threshold: threshold}
+	a := &pass{s: s, info: c.Info(), now: s.Now, threshold: threshold}
 	var out []report.Finding
 	for _, p := range a.pods() {
 		if f, ok := a.pod(p); ok {
@@ -72,8 +78,8 @@ func (c check) Run(s *snapshot.Snapshot, threshold time.Duration) []report.Findi
 		}
 	}
 	for _, o := range s.Objects {
-		if o.Resource.Group == "" && (o.Resource.Resource == "pods" || o.Resource.Resource == "namespaces") {
-			continue // read through their own inputs
+		if ownInput(o) {
+			continue
 		}
 		if f, ok := a.object(o); ok {
 			out = append(out, f)
@@ -84,6 +90,5 @@ func (c check) Run(s *snapshot.Snapshot, threshold time.Duration) []report.Findi
 			out = append(out, f)
 		}
 	}
-	a.link(out)
 	return out
 }

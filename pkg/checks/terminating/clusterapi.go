@@ -38,7 +38,8 @@ type pausedObject struct {
 }
 
 // ownerPaused reports an object that is paused itself or whose Cluster API owner is paused.
-func (a *analysis) ownerPaused(subj subject, owners *ownerCache) (checks.Draft, bool) {
+func (a *pass) ownerPaused(t *target) (checks.Draft, bool) {
+	subj, owners := t.subject, t.owners
 	paused := a.pausedChain(subj)
 	if len(paused) == 0 {
 		return checks.Draft{}, false
@@ -85,7 +86,7 @@ func pausedMetas(ps []pausedObject) []metav1.Object {
 
 // pausedChain returns the paused objects among the subject, its owners (as far as the
 // snapshot holds them) and its Cluster.
-func (a *analysis) pausedChain(subj subject) []pausedObject {
+func (a *pass) pausedChain(subj subject) []pausedObject {
 	var out []pausedObject
 	seen := map[string]bool{}
 	add := func(p pausedObject) {
@@ -134,7 +135,7 @@ func (a *analysis) pausedChain(subj subject) []pausedObject {
 }
 
 // clusterPaused adds the Cluster if spec.paused or its annotation pauses it.
-func (a *analysis) clusterPaused(c *unstructured.Unstructured, add func(pausedObject)) {
+func (a *pass) clusterPaused(c *unstructured.Unstructured, add func(pausedObject)) {
 	desc := fmt.Sprintf("Cluster %s/%s", c.GetNamespace(), c.GetName())
 	if p, _, _ := unstructured.NestedBool(c.Object, "spec", "paused"); p {
 		add(pausedObject{desc: desc, how: "spec.paused=true", meta: c})
@@ -145,7 +146,7 @@ func (a *analysis) clusterPaused(c *unstructured.Unstructured, add func(pausedOb
 	}
 }
 
-func (a *analysis) cluster(ns, name string) *unstructured.Unstructured {
+func (a *pass) cluster(ns, name string) *unstructured.Unstructured {
 	for _, c := range a.s.Clusters {
 		if c.GetNamespace() == ns && c.GetName() == name {
 			return c
@@ -154,7 +155,7 @@ func (a *analysis) cluster(ns, name string) *unstructured.Unstructured {
 	return nil
 }
 
-func (a *analysis) clusterByUID(uid string) *unstructured.Unstructured {
+func (a *pass) clusterByUID(uid string) *unstructured.Unstructured {
 	for _, c := range a.s.Clusters {
 		if string(c.GetUID()) == uid {
 			return c
@@ -163,7 +164,7 @@ func (a *analysis) clusterByUID(uid string) *unstructured.Unstructured {
 	return nil
 }
 
-func (a *analysis) objectByUID(uid string) (snapshot.Object, bool) {
+func (a *pass) objectByUID(uid string) (snapshot.Object, bool) {
 	if uid == "" {
 		return snapshot.Object{}, false
 	}

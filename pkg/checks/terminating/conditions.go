@@ -32,7 +32,7 @@ func usesClaim(p *corev1.Pod, claim string) bool {
 
 // claimInUse: a claim held by kubernetes.io/pvc-protection while pods still use it. The pods of
 // the claim's namespace are check candidates (PodCandidates), read in full.
-func (a *analysis) claimInUse(subj subject) (checks.Draft, []blocker, bool) {
+func (a *pass) claimInUse(subj subject) (checks.Draft, []blocker, bool) {
 	ns, claim := subj.meta.GetNamespace(), subj.meta.GetName()
 	var users []blocker
 	for _, p := range a.s.FullPods {
@@ -59,7 +59,7 @@ func (a *analysis) claimInUse(subj subject) (checks.Draft, []blocker, bool) {
 }
 
 // volumeBound: a volume held by kubernetes.io/pv-protection while it is still bound to a claim.
-func (a *analysis) volumeBound(subj subject) (checks.Draft, []blocker, bool) {
+func (a *pass) volumeBound(subj subject) (checks.Draft, []blocker, bool) {
 	var pv *corev1.PersistentVolume
 	for _, v := range a.s.PersistentVolumes {
 		if v.UID == subj.meta.GetUID() {
@@ -93,7 +93,7 @@ func (a *analysis) volumeBound(subj subject) (checks.Draft, []blocker, bool) {
 
 // ownedBy returns the pods and objects being deleted that name uid as an owner; with blocking
 // only those whose reference sets blockOwnerDeletion, as the foreground deletion waits for.
-func (a *analysis) ownedBy(uid types.UID, blocking bool) []blocker {
+func (a *pass) ownedBy(uid types.UID, blocking bool) []blocker {
 	counts := func(refs []metav1.OwnerReference) bool {
 		for _, r := range refs {
 			if r.UID == uid && (!blocking || r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion) {
@@ -118,7 +118,7 @@ func (a *analysis) ownedBy(uid types.UID, blocking bool) []blocker {
 
 // dependentsRemaining: an object the garbage collector holds for its dependents, foreground
 // (until every blocking dependent is gone) or orphan (until their references to it are removed).
-func (a *analysis) dependentsRemaining(subj subject, fin string) (checks.Draft, []blocker, bool) {
+func (a *pass) dependentsRemaining(subj subject, fin string) (checks.Draft, []blocker, bool) {
 	deps := a.ownedBy(subj.meta.GetUID(), fin == finForeground)
 	if len(deps) == 0 {
 		return checks.Draft{}, nil, false
@@ -144,7 +144,7 @@ func (a *analysis) dependentsRemaining(subj subject, fin string) (checks.Draft, 
 
 // instancesRemaining: a CustomResourceDefinition held until every instance is deleted. A CRD is
 // named <plural>.<group>, so its instances are found among the objects being deleted.
-func (a *analysis) instancesRemaining(subj subject) (checks.Draft, []blocker, bool) {
+func (a *pass) instancesRemaining(subj subject) (checks.Draft, []blocker, bool) {
 	plural, group, ok := strings.Cut(subj.meta.GetName(), ".")
 	if !ok {
 		return checks.Draft{}, nil, false

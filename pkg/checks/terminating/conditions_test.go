@@ -129,11 +129,13 @@ func TestBuiltInFinalizersWithinThresholdNoFinding(t *testing.T) {
 	}
 }
 
-// chain runs the check and returns the findings by object name.
+// chain runs the check as a scan does, which links the chains, and returns the findings by
+// object name.
 func chain(t *testing.T, c checktest.Cluster) map[string]report.Finding {
 	t.Helper()
 	out := map[string]report.Finding{}
-	for _, f := range New().Run(c.Snapshot(), 5*time.Minute) {
+	fs, _ := checks.Run(c.Snapshot(), []checks.Check{New()}, 5*time.Minute)
+	for _, f := range fs {
 		out[f.Object.Name] = f
 	}
 	return out

@@ -21,7 +21,7 @@ func oneLine(s string, max int) string {
 }
 
 // warningEvents renders the newest Warning events about an object, at most n.
-func (a *analysis) warningEvents(kind string, m metav1.Object, n int) []string {
+func (a *pass) warningEvents(kind string, m metav1.Object, n int) []string {
 	var lines []string
 	evs := a.s.EventsFor(kind, m.GetNamespace(), m.GetName(), m.GetUID())
 	for i := len(evs) - 1; i >= 0 && len(lines) < n; i-- {

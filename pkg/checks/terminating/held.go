@@ -36,10 +36,10 @@ type blocker struct {
 	leaving bool
 }
 
-func (b blocker) name() string { return refName(b.ref) }
+func (b blocker) name() string { return checks.RefName(b.ref) }
 
 // podState says what a pod is doing, as far as the snapshot shows: phase, deletion, and its node.
-func (a *analysis) podState(m *metav1.ObjectMeta) string {
+func (a *pass) podState(m *metav1.ObjectMeta) string {
 	p, full := a.s.FullPod(m.UID)
 	if !full {
 		if m.DeletionTimestamp != nil {
@@ -84,20 +84,20 @@ func objectState(m metav1.Object) string {
 	return "Deleting, finalizers [" + strings.Join(m.GetFinalizers(), ", ") + "]"
 }
 
-func (a *analysis) podBlocker(m *metav1.ObjectMeta) blocker {
+func (a *pass) podBlocker(m *metav1.ObjectMeta) blocker {
 	return blocker{ref: checks.Ref("v1", "Pod", m), state: a.podState(m), leaving: a.leaving(m)}
 }
 
 // objectBlocker is an object a condition waits on; one past due is still leaving when what it
 // waits on in turn is (a ReplicaSet whose pods are in their grace period).
-func (a *analysis) objectBlocker(o snapshot.Object) blocker {
+func (a *pass) objectBlocker(o snapshot.Object) blocker {
 	leaving := a.leaving(o.Meta) || o.Meta.DeletionTimestamp != nil &&
 		a.progressing(subject{kind: o.Kind, group: o.Resource.Group, meta: o.Meta})
 	return blocker{ref: checks.Ref(o.APIVersion(), o.Kind, o.Meta), state: objectState(o.Meta), leaving: leaving}
 }
 
 // leaving says whether an object is being deleted and not yet overdue.
-func (a *analysis) leaving(m metav1.Object) bool {
+func (a *pass) leaving(m metav1.Object) bool {
 	_, due := a.overdue(m)
 	return m.GetDeletionTimestamp() != nil && !due
 }
@@ -129,20 +129,39 @@ func blockerList(bs []blocker) string {
 }
 
 // heldByCondition checks, for each built-in finalizer of the subject whose controller waits on
-// other objects, whether that condition holds; the first one that does not is the finding. The
-// blockers are kept for the chain (see chains.go).
-func (a *analysis) heldByCondition(subj subject) (checks.Draft, bool) {
-	d, bs, ok := a.condition(subj)
-	if ok {
-		a.hold(subj, bs)
+// other objects, whether that condition holds; the first one that does not is the finding, and
+// what it waits on are its blockers, followed to the root across the scan (checks.RootCause
+// ChainsToRoot).
+func (a *pass) heldByCondition(t *target) (checks.Draft, bool) {
+	d, bs, ok := a.condition(t.subject)
+	for _, b := range bs {
+		d.BlockedBy = append(d.BlockedBy, blockRef(b.ref))
 	}
 	return d, ok
+}
+
+// blockRef names an object as something a finding waits on.
+func blockRef(o report.ObjectRef) report.BlockRef {
+	return report.BlockRef{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
+}
+
+// withoutProtectionRemoval drops any removal of a protection finalizer: its controller removes
+// it once its condition holds, and removing it earlier deletes what is still in use.
+func withoutProtectionRemoval(fixes []report.Fix) []report.Fix {
+	out := fixes[:0]
+	for _, f := range fixes {
+		if f.Action == checks.ActionRemoveFinalizer && protectionFinalizers[f.Params["finalizer"]] {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // progressing says whether every object the subject's built-in condition waits on is itself on
 // its way out within the threshold (a foreground deletion whose pods are in their grace period):
 // the controller is working, nothing is stuck yet.
-func (a *analysis) progressing(subj subject) bool {
+func (a *pass) progressing(subj subject) bool {
 	uid := subj.meta.GetUID()
 	if done, ok := a.progress[uid]; ok {
 		return done // a chain that loops back counts as not progressing
@@ -162,7 +181,7 @@ func (a *analysis) progressing(subj subject) bool {
 
 // condition evaluates the first built-in finalizer of the subject whose controller's condition
 // on other objects does not hold.
-func (a *analysis) condition(subj subject) (checks.Draft, []blocker, bool) {
+func (a *pass) condition(subj subject) (checks.Draft, []blocker, bool) {
 	for _, fin := range subj.meta.GetFinalizers() {
 		var (
 			d  checks.Draft

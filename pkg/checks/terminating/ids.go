@@ -36,13 +36,13 @@ func rootCauses() []checks.RootCause {
 		{ID: RootCauseKruisePreDeleteHook, Severity: report.SeverityWarning},
 		{ID: RootCauseKruiseHookBypassed, Severity: report.SeverityWarning, Actions: []string{checks.ActionRemoveFinalizer}},
 		{ID: RootCauseOwnerPaused, Severity: report.SeverityWarning},
-		{ID: RootCauseFinalizerReaddRace, Severity: report.SeverityError},
-		{ID: RootCauseProtectedResourceInUse, Severity: report.SeverityWarning},
-		{ID: RootCauseDependentsRemaining, Severity: report.SeverityWarning},
+		{ID: RootCauseFinalizerReaddRace, Severity: report.SeverityError, Actions: []string{checks.ActionRemoveFinalizer}},
+		{ID: RootCauseProtectedResourceInUse, Severity: report.SeverityWarning, ChainsToRoot: true},
+		{ID: RootCauseDependentsRemaining, Severity: report.SeverityWarning, ChainsToRoot: true},
 		{ID: RootCauseFinalizerOwnerMissing, Severity: report.SeverityError, Actions: []string{checks.ActionRemoveFinalizer}},
 		{ID: RootCauseFinalizerOwnerNotActing, Severity: report.SeverityWarning},
 		{ID: RootCauseKubeletKillFailing, Severity: report.SeverityError},
 		{ID: RootCauseNamespaceDiscoveryFailed, Severity: report.SeverityError},
-		{ID: RootCauseNamespaceContentRemaining, Severity: report.SeverityWarning},
+		{ID: RootCauseNamespaceContentRemaining, Severity: report.SeverityWarning, ChainsToRoot: true},
 	}
 }

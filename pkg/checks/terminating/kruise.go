@@ -27,7 +27,8 @@ func lifecycleSince(p *corev1.Pod) (time.Time, bool) {
 }
 
 // kruisePreDelete reports a pod held in PreparingDelete by its workload's preDelete hook.
-func (a *analysis) kruisePreDelete(p *corev1.Pod, since time.Time) (checks.Draft, bool) {
+func (a *pass) kruisePreDelete(t *target) (checks.Draft, bool) {
+	p, since := t.pod, t.since
 	if p.Labels[kruise.LabelLifecycleState] != kruise.StatePreparingDelete {
 		return checks.Draft{}, false
 	}

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
@@ -17,7 +15,8 @@ import (
 // its workload's preDelete or preNormal hook are on it. Hook owners commonly act only on the
 // PreparingDelete state, which a direct delete skips, and the workload does not replace the pod
 // while it is held (docs/domain.md, "What the real controllers do").
-func (a *analysis) kruiseHookBypassed(p *corev1.Pod, owners *ownerCache) (checks.Draft, bool) {
+func (a *pass) kruiseHookBypassed(t *target) (checks.Draft, bool) {
+	p, owners := t.pod, t.owners
 	state := p.Labels[kruise.LabelLifecycleState]
 	if p.DeletionTimestamp == nil || state == kruise.StatePreparingDelete {
 		return checks.Draft{}, false
@@ -87,19 +86,9 @@ func (a *analysis) kruiseHookBypassed(p *corev1.Pod, owners *ownerCache) (checks
 	return checks.Draft{
 		RootCause: RootCauseKruiseHookBypassed,
 		Summary: fmt.Sprintf("Terminating for %s: deleted directly, %s hook finalizer %s of %s never released",
-			checks.Age(a.now, p.DeletionTimestamp.Time), strings.Join(uniqStrings(hooks), "/"), strings.Join(fins, ", "), wl),
+			checks.Age(a.now, p.DeletionTimestamp.Time), strings.Join(checks.Unique(hooks), "/"), strings.Join(fins, ", "), wl),
 		Message:  msg,
 		Evidence: ev,
 		Fixes:    fixes,
 	}, true
-}
-
-func uniqStrings(in []string) []string {
-	var out []string
-	for _, s := range in {
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	return out
 }

@@ -16,7 +16,8 @@ var kubeletTroubleReasons = map[string]bool{
 }
 
 // kubeletKillFailing reports a pod whose live kubelet has not confirmed its containers stopped.
-func (a *analysis) kubeletKillFailing(p *corev1.Pod, full bool, owners *ownerCache) (checks.Draft, bool) {
+func (a *pass) kubeletKillFailing(t *target) (checks.Draft, bool) {
+	p, full, owners := t.pod, t.full, t.owners
 	grace := graceSeconds(p)
 	if grace == 0 {
 		return checks.Draft{}, false

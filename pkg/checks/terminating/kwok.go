@@ -36,7 +36,7 @@ func (k *kwokController) args() []string {
 
 // findKwokController finds kwok's Deployment the way the known-finalizer table locates kwok:
 // its default place, else any Deployment running the kwok image.
-func (a *analysis) findKwokController() *kwokController {
+func (a *pass) findKwokController() *kwokController {
 	if !a.kwokLooked {
 		a.kwokLooked = true
 		a.kwok = a.lookupKwokController()
@@ -44,7 +44,7 @@ func (a *analysis) findKwokController() *kwokController {
 	return a.kwok
 }
 
-func (a *analysis) lookupKwokController() *kwokController {
+func (a *pass) lookupKwokController() *kwokController {
 	row, ok := knowledge.LookupFinalizer(kwokFinalizer)
 	if !ok {
 		return nil
@@ -111,7 +111,8 @@ func kwokManages(n *corev1.Node, ctrl *kwokController) (bool, string) {
 }
 
 // kwokStageNotRun reports a pod on a kwok node that kwok has not finished deleting.
-func (a *analysis) kwokStageNotRun(p *corev1.Pod, full bool) (checks.Draft, bool) {
+func (a *pass) kwokStageNotRun(t *target) (checks.Draft, bool) {
+	p, full := t.pod, t.full
 	hasFin := slices.Contains(p.Finalizers, kwokFinalizer)
 	var node *corev1.Node
 	if full && p.Spec.NodeName != "" {

@@ -38,44 +38,44 @@ func namespaceCondition(ns *corev1.Namespace, t corev1.NamespaceConditionType) *
 	return nil
 }
 
-func (a *analysis) conditionLine(c *corev1.NamespaceCondition) string {
+func (a *pass) conditionLine(c *corev1.NamespaceCondition) string {
 	return fmt.Sprintf("condition %s=%s (%s) since %s (%s ago): %s", c.Type, c.Status, c.Reason,
 		c.LastTransitionTime.UTC().Format(time.RFC3339), checks.Age(a.now, c.LastTransitionTime.Time), oneLine(c.Message, 300))
 }
 
+// namespaceRules diagnose a namespace being deleted, root causes most specific first.
+var namespaceRules = []checks.Rule[*pass, *target]{
+	(*pass).namespaceDiscovery,
+	(*pass).namespaceContent,
+	(*pass).readdRace,
+	(*pass).finalizerOwners,
+	(*pass).namespaceControllerIdle,
+}
+
 // namespace diagnoses a namespace being deleted.
-func (a *analysis) namespace(ns *corev1.Namespace) (report.Finding, bool) {
+func (a *pass) namespace(ns *corev1.Namespace) (report.Finding, bool) {
 	since, due := a.overdue(ns)
 	if !due {
 		return report.Finding{}, false
 	}
 	subj := subject{ref: checks.Ref("v1", "Namespace", ns), kind: "Namespace", meta: ns, noun: "Terminating"}
-	owners := newOwnerCache(a, subj)
-	steps := []func() (checks.Draft, bool){
-		func() (checks.Draft, bool) { return a.namespaceDiscovery(ns) },
-		func() (checks.Draft, bool) { return a.namespaceContent(ns) },
-		func() (checks.Draft, bool) { return a.readdRace(subj, owners) },
-		func() (checks.Draft, bool) { return a.finalizerOwners(subj, owners) },
-		func() (checks.Draft, bool) { return a.namespaceControllerIdle(ns) },
+	f, ok := checks.Diagnose(namespaceRules, a, &target{subject: subj, owners: newOwnerCache(a, subj), since: since, ns: ns})
+	if !ok {
+		return report.Finding{}, false
 	}
-	for _, step := range steps {
-		if f, ok := step(); ok {
-			f := f
-			if len(ns.Spec.Finalizers) > 0 {
-				var fs []string
-				for _, x := range ns.Spec.Finalizers {
-					fs = append(fs, string(x))
-				}
-				f.Evidence = append(f.Evidence, "spec.finalizers ["+strings.Join(fs, ", ")+"]")
-			}
-			return a.finish(subj, since, f, ""), true
+	if len(ns.Spec.Finalizers) > 0 {
+		var fs []string
+		for _, x := range ns.Spec.Finalizers {
+			fs = append(fs, string(x))
 		}
+		f.Evidence = append(f.Evidence, "spec.finalizers ["+strings.Join(fs, ", ")+"]")
 	}
-	return report.Finding{}, false
+	return a.finish(subj, since, f, ""), true
 }
 
 // namespaceDiscovery reports a namespace whose deletion waits on failing API discovery.
-func (a *analysis) namespaceDiscovery(ns *corev1.Namespace) (checks.Draft, bool) {
+func (a *pass) namespaceDiscovery(t *target) (checks.Draft, bool) {
+	ns := t.ns
 	c := namespaceCondition(ns, corev1.NamespaceDeletionDiscoveryFailure)
 	if c == nil {
 		return checks.Draft{}, false
@@ -161,7 +161,8 @@ func apiServiceAvailable(svc *unstructured.Unstructured) (status, reason, messag
 }
 
 // namespaceContent reports a namespace whose content is not deleted yet, naming what remains.
-func (a *analysis) namespaceContent(ns *corev1.Namespace) (checks.Draft, bool) {
+func (a *pass) namespaceContent(t *target) (checks.Draft, bool) {
+	ns := t.ns
 	content := namespaceCondition(ns, corev1.NamespaceContentRemaining)
 	fins := namespaceCondition(ns, corev1.NamespaceFinalizersRemaining)
 	failed := namespaceCondition(ns, corev1.NamespaceDeletionContentFailure)
@@ -232,12 +233,34 @@ func (a *analysis) namespaceContent(ns *corev1.Namespace) (checks.Draft, bool) {
 		Summary:   fmt.Sprintf("Terminating for %s: %s remains", checks.Age(a.now, ns.DeletionTimestamp.Time), what),
 		Message:   msg,
 		Evidence:  ev,
+		BlockedBy: a.reportable(ns.Name),
 	}, true
+}
+
+// reportable returns what the check could report in a namespace (its pods being deleted or
+// PreparingDelete, its objects being deleted), by name: the content a Terminating namespace
+// waits on. Which of them is stuck is for their own findings to say; the first by name with one
+// keeps reports stable.
+func (a *pass) reportable(namespace string) []report.BlockRef {
+	var out []report.BlockRef
+	for _, p := range a.pods() {
+		if p.Namespace == namespace {
+			out = append(out, blockRef(podSubject(p).ref))
+		}
+	}
+	for _, o := range a.s.Objects {
+		if o.Meta != nil && o.Meta.Namespace == namespace && o.Meta.DeletionTimestamp != nil && !ownInput(o) {
+			out = append(out, blockRef(checks.Ref(o.APIVersion(), o.Kind, o.Meta)))
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // namespaceControllerIdle reports a namespace whose kubernetes finalizer is still there and
 // about which the namespace controller wrote no condition: it is not running or not reaching it.
-func (a *analysis) namespaceControllerIdle(ns *corev1.Namespace) (checks.Draft, bool) {
+func (a *pass) namespaceControllerIdle(t *target) (checks.Draft, bool) {
+	ns := t.ns
 	has := false
 	for _, f := range ns.Spec.Finalizers {
 		if f == namespaceFinalizer {

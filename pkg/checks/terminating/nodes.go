@@ -28,7 +28,7 @@ func readyCondition(n *corev1.Node) *corev1.NodeCondition {
 }
 
 // readyLine renders a node's Ready condition.
-func (a *analysis) readyLine(n *corev1.Node) string {
+func (a *pass) readyLine(n *corev1.Node) string {
 	c := readyCondition(n)
 	if c == nil {
 		return fmt.Sprintf("node %s has no Ready condition", n.Name)
@@ -47,7 +47,7 @@ func (a *analysis) readyLine(n *corev1.Node) string {
 // heartbeat says whether the node's kubelet (or kwok) stopped renewing its Lease past the
 // threshold, with the evidence. Without Leases, Ready=Unknown is the node controller's own
 // verdict that heartbeats stopped.
-func (a *analysis) heartbeat(n *corev1.Node) (stale bool, ev []string) {
+func (a *pass) heartbeat(n *corev1.Node) (stale bool, ev []string) {
 	ready := readyCondition(n)
 	if ready != nil && !ready.LastHeartbeatTime.IsZero() {
 		ev = append(ev, fmt.Sprintf("last status heartbeat %s (%s ago)", ready.LastHeartbeatTime.UTC().Format(time.RFC3339),
@@ -141,7 +141,8 @@ func forceDeleteFix(desc string, risk report.Risk) report.Fix {
 }
 
 // nodeMissing reports a pod bound to a node that does not exist.
-func (a *analysis) nodeMissing(p *corev1.Pod, full bool, owners *ownerCache) (checks.Draft, bool) {
+func (a *pass) nodeMissing(t *target) (checks.Draft, bool) {
+	p, full, owners := t.pod, t.full, t.owners
 	name := p.Spec.NodeName
 	if !full || name == "" || !a.read(snapshot.InputNodes) {
 		return checks.Draft{}, false
@@ -188,7 +189,8 @@ func (a *analysis) nodeMissing(p *corev1.Pod, full bool, owners *ownerCache) (ch
 }
 
 // nodeNotReady reports a pod whose kubelet stopped heartbeating while the grace period ran.
-func (a *analysis) nodeNotReady(p *corev1.Pod, full bool) (checks.Draft, bool) {
+func (a *pass) nodeNotReady(t *target) (checks.Draft, bool) {
+	p, full := t.pod, t.full
 	name := p.Spec.NodeName
 	if !full || name == "" || graceSeconds(p) == 0 {
 		return checks.Draft{}, false // with grace 0 the kubelet's part is done; finalizers hold the pod

@@ -55,13 +55,13 @@ func (o finalizerOwner) line() string {
 
 // ownerCache resolves the owners of a subject's finalizers once per subject.
 type ownerCache struct {
-	a      *analysis
+	a      *pass
 	subj   subject
 	done   bool
 	owners []finalizerOwner
 }
 
-func newOwnerCache(a *analysis, subj subject) *ownerCache {
+func newOwnerCache(a *pass, subj subject) *ownerCache {
 	return &ownerCache{a: a, subj: subj}
 }
 
@@ -91,7 +91,7 @@ func (c *ownerCache) missing() []finalizerOwner {
 // name (docs/domain.md, "Stuck deletion"): a workload named like it is a candidate owner, but
 // none named like it is no evidence that the owner is gone. Only a known owner whose workload is
 // absent from a search of every namespace is declared missing.
-func (a *analysis) resolveOwner(m metav1.Object, fin string) finalizerOwner {
+func (a *pass) resolveOwner(m metav1.Object, fin string) finalizerOwner {
 	o := finalizerOwner{Finalizer: fin}
 	mgrs := managerNames(finalizerManagers(m, fin))
 	row, known := knowledge.LookupFinalizer(fin)
@@ -202,7 +202,8 @@ func removeFinalizerFix(o finalizerOwner, risk report.Risk) report.Fix {
 
 // finalizerOwners reports the remaining finalizers: a missing owner first, else owners that
 // run but have not removed theirs.
-func (a *analysis) finalizerOwners(subj subject, owners *ownerCache) (checks.Draft, bool) {
+func (a *pass) finalizerOwners(t *target) (checks.Draft, bool) {
+	subj, owners := t.subject, t.owners
 	all := owners.get()
 	if len(all) == 0 {
 		return checks.Draft{}, false

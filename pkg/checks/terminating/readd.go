@@ -24,7 +24,8 @@ type readdSource struct {
 // readdRace reports a controller that keeps adding a finalizer to an object being deleted. The
 // Cluster API controllers log the apiserver's refusal and record no Event, so their leader's log
 // is read first; Warning events from any controller are the second source.
-func (a *analysis) readdRace(subj subject, owners *ownerCache) (checks.Draft, bool) {
+func (a *pass) readdRace(t *target) (checks.Draft, bool) {
+	subj, owners := t.subject, t.owners
 	srcs := append(a.readdFromLog(subj), a.readdFromEvents(subj)...)
 	if len(srcs) == 0 {
 		return checks.Draft{}, false
@@ -68,7 +69,7 @@ func (a *analysis) readdRace(subj subject, owners *ownerCache) (checks.Draft, bo
 // capiReaddVersion says what the running controllers' version tells about the race: only whether
 // they can re-add (v1.9.0 and later). The fix is in clusterctl, whose version the cluster does not
 // record.
-func (a *analysis) capiReaddVersion(bug knowledge.Bug) (evidence, message string) {
+func (a *pass) capiReaddVersion(bug knowledge.Bug) (evidence, message string) {
 	fix := fmt.Sprintf("The fix is in clusterctl, not in the controllers: %s deletes before removing finalizers "+
 		"(%s). The cluster does not record which clusterctl ran a move: run moves with a fixed clusterctl.", bug.FixedIn, bug.Reference[2])
 	v, dep, ok := a.capiVersion()
@@ -85,7 +86,7 @@ func (a *analysis) capiReaddVersion(bug knowledge.Bug) (evidence, message string
 }
 
 // readdFromLog counts the refusals the Cluster API controller's leader logged for the object.
-func (a *analysis) readdFromLog(subj subject) []readdSource {
+func (a *pass) readdFromLog(subj subject) []readdSource {
 	l := a.s.ClusterAPILog
 	if l == nil || !isCAPIGroup(subj.group) {
 		return nil
@@ -122,7 +123,7 @@ func (a *analysis) readdFromLog(subj subject) []readdSource {
 }
 
 // readdFromEvents counts the Warning events that carry the refusal, by reporting component.
-func (a *analysis) readdFromEvents(subj subject) []readdSource {
+func (a *pass) readdFromEvents(subj subject) []readdSource {
 	type reporter struct {
 		readdSource
 		reason, message string
@@ -154,7 +155,7 @@ func (a *analysis) readdFromEvents(subj subject) []readdSource {
 }
 
 // capiVersion returns the running Cluster API core controller's version, read from its image.
-func (a *analysis) capiVersion() (knowledge.Version, string, bool) {
+func (a *pass) capiVersion() (knowledge.Version, string, bool) {
 	row, ok := knowledge.LookupFinalizer(capiClusterFinalizer)
 	if !ok {
 		return knowledge.Version{}, "", false

@@ -25,7 +25,7 @@ func (w workload) status() string {
 }
 
 // workloads returns every workload the snapshot holds, built once per run.
-func (a *analysis) workloads() []workload {
+func (a *pass) workloads() []workload {
 	if a.allWorkloads != nil {
 		return a.allWorkloads
 	}
@@ -52,7 +52,7 @@ func replicas(r *int32) int32 {
 
 // searched says where the check looked for controllers, and whether that was everywhere: only
 // then does not finding a known controller show it is not installed.
-func (a *analysis) searched() (string, bool) {
+func (a *pass) searched() (string, bool) {
 	if err, unread := a.s.Unread[snapshot.InputControllers]; unread {
 		return fmt.Sprintf("the workloads that could be read (%v)", err), false
 	}
@@ -68,7 +68,7 @@ func (a *analysis) searched() (string, bool) {
 
 // tableWorkloads finds a known owner's workloads: at its default places, else by image among
 // workloads of the kinds it runs as.
-func (a *analysis) tableWorkloads(row knowledge.FinalizerOwner) []workload {
+func (a *pass) tableWorkloads(row knowledge.FinalizerOwner) []workload {
 	var out []workload
 	kinds := map[string]bool{}
 	for _, w := range a.workloads() {
@@ -98,7 +98,7 @@ func (a *analysis) tableWorkloads(row knowledge.FinalizerOwner) []workload {
 
 // tableDeployments is tableWorkloads for owners whose Deployment the check reads further (its
 // args, its image's version).
-func (a *analysis) tableDeployments(row knowledge.FinalizerOwner) []*appsv1.Deployment {
+func (a *pass) tableDeployments(row knowledge.FinalizerOwner) []*appsv1.Deployment {
 	var out []*appsv1.Deployment
 	for _, w := range a.tableWorkloads(row) {
 		if d, ok := w.meta.(*appsv1.Deployment); ok {
@@ -110,7 +110,7 @@ func (a *analysis) tableDeployments(row knowledge.FinalizerOwner) []*appsv1.Depl
 
 // managerWorkloads returns the workloads a field manager may stand for: one named like it, or
 // with a container named like it.
-func (a *analysis) managerWorkloads(mgrs []string) []workload {
+func (a *pass) managerWorkloads(mgrs []string) []workload {
 	var out []workload
 	for _, w := range a.workloads() {
 		for _, mgr := range mgrs {

@@ -15,8 +15,8 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
-// analysis holds what one run of the check shares between objects.
-type analysis struct {
+// pass holds what one run of the check shares between objects.
+type pass struct {
 	s         *snapshot.Snapshot
 	info      checks.Info
 	now       time.Time
@@ -27,8 +27,6 @@ type analysis struct {
 	kwok         *kwokController
 	kwokLooked   bool
 	allWorkloads []workload
-	// held are the blockers of each subject a built-in controller's condition holds (held.go).
-	held map[types.UID][]blocker
 	// progress memoizes progressing (held.go) by UID.
 	progress map[types.UID]bool
 }
@@ -44,14 +42,52 @@ type subject struct {
 	noun string
 }
 
-func (a *analysis) read(in snapshot.Input) bool {
+// target is what the rules judge: the subject with the owners of its finalizers (resolved once,
+// when a rule first asks) and when its deletion was due; for a pod, the pod and whether it was
+// read in full; for a namespace, the namespace.
+type target struct {
+	subject
+	owners *ownerCache
+	since  time.Time
+	pod    *corev1.Pod
+	full   bool
+	ns     *corev1.Namespace
+}
+
+// podRules diagnose a pod being deleted, root causes most specific first.
+var podRules = []checks.Rule[*pass, *target]{
+	(*pass).nodeMissing,
+	(*pass).nodeNotReady,
+	(*pass).kwokStageNotRun,
+	(*pass).kruisePreDelete,
+	(*pass).kruiseHookBypassed,
+	(*pass).ownerPaused,
+	(*pass).readdRace,
+	// While the grace period is above 0 the kubelet has not confirmed the containers stopped:
+	// finalizers matter only once it has, so it comes before them.
+	(*pass).kubeletKillFailing,
+	(*pass).jobTracking,
+	(*pass).finalizerOwners,
+}
+
+// objectRules diagnose an object of any other resource being deleted.
+var objectRules = []checks.Rule[*pass, *target]{
+	(*pass).ownerPaused,
+	(*pass).readdRace,
+	(*pass).heldByCondition,
+	(*pass).loadBalancerCleanup,
+	(*pass).volumeDetach,
+	(*pass).finalizerOwners,
+}
+
+func (a *pass) read(in snapshot.Input) bool {
 	_, unread := a.s.Unread[in]
 	return !unread
 }
 
 // pods returns once each pod in scope that is being deleted or that OpenKruise holds in
 // PreparingDelete (the only ones the check can report), the full object when it was read.
-func (a *analysis) pods() []*corev1.Pod {
+func (a *pass) pods() []*corev1.Pod {
 	seen := map[types.UID]bool{}
 	var out []*corev1.Pod
 	add := func(m *metav1.ObjectMeta) {
@@ -76,7 +112,7 @@ func (a *analysis) pods() []*corev1.Pod {
 
 // overdue returns when the deletion was due (deletionTimestamp: the request time plus the grace
 // period) and whether it is past due by the threshold.
-func (a *analysis) overdue(m metav1.Object) (time.Time, bool) {
+func (a *pass) overdue(m metav1.Object) (time.Time, bool) {
 	dt := m.GetDeletionTimestamp()
 	if dt == nil {
 		return time.Time{}, false
@@ -92,7 +128,7 @@ func graceSeconds(m metav1.Object) int64 {
 }
 
 // deletionEvidence is the first evidence line of every finding: when the deletion was due.
-func (a *analysis) deletionEvidence(m metav1.Object) string {
+func (a *pass) deletionEvidence(m metav1.Object) string {
 	dt := m.GetDeletionTimestamp()
 	line := fmt.Sprintf("deletionTimestamp %s (%s ago)", dt.UTC().Format(time.RFC3339), checks.Age(a.now, dt.Time))
 	if g := m.GetDeletionGracePeriodSeconds(); g != nil {
@@ -107,11 +143,12 @@ func (a *analysis) deletionEvidence(m metav1.Object) string {
 }
 
 // finish completes a finding for the subject with the fields every finding shares.
-func (a *analysis) finish(subj subject, since time.Time, f checks.Draft, node string) report.Finding {
+func (a *pass) finish(subj subject, since time.Time, f checks.Draft, node string) report.Finding {
 	f.Object = subj.ref
 	f.Owner = checks.OwnerRef(subj.meta.GetNamespace(), snapshot.ControllerOf(subj.meta))
 	f.Since = since
 	f.Node = node
+	f.Fixes = withoutProtectionRemoval(f.Fixes)
 	if subj.meta.GetDeletionTimestamp() != nil {
 		f.Evidence = append([]string{a.deletionEvidence(subj.meta)}, f.Evidence...)
 	}
@@ -122,16 +159,18 @@ func podSubject(p *corev1.Pod) subject {
 	return subject{ref: checks.Ref("v1", "Pod", p), kind: "Pod", meta: p, noun: "Terminating"}
 }
 
-// pod diagnoses one pod, root causes most specific first.
-func (a *analysis) pod(p *corev1.Pod) (report.Finding, bool) {
+// pod diagnoses one pod.
+func (a *pass) pod(p *corev1.Pod) (report.Finding, bool) {
 	subj := podSubject(p)
+	t := &target{subject: subj, pod: p}
 	if p.DeletionTimestamp == nil {
 		// OpenKruise decided to delete the pod but its preDelete hook holds it back.
 		since, ok := lifecycleSince(p)
 		if !ok || a.now.Before(since.Add(a.threshold)) {
 			return report.Finding{}, false
 		}
-		f, ok := a.kruisePreDelete(p, since)
+		t.since = since
+		f, ok := a.kruisePreDelete(t)
 		if !ok {
 			return report.Finding{}, false
 		}
@@ -141,32 +180,17 @@ func (a *analysis) pod(p *corev1.Pod) (report.Finding, bool) {
 	if !due {
 		return report.Finding{}, false
 	}
-	_, full := a.s.FullPod(p.UID)
-	owners := newOwnerCache(a, subj)
-	steps := []func() (checks.Draft, bool){
-		func() (checks.Draft, bool) { return a.nodeMissing(p, full, owners) },
-		func() (checks.Draft, bool) { return a.nodeNotReady(p, full) },
-		func() (checks.Draft, bool) { return a.kwokStageNotRun(p, full) },
-		func() (checks.Draft, bool) { return a.kruisePreDelete(p, since) },
-		func() (checks.Draft, bool) { return a.kruiseHookBypassed(p, owners) },
-		func() (checks.Draft, bool) { return a.ownerPaused(subj, owners) },
-		func() (checks.Draft, bool) { return a.readdRace(subj, owners) },
-		// While the grace period is above 0 the kubelet has not confirmed the containers stopped:
-		// finalizers matter only once it has, so it comes before them.
-		func() (checks.Draft, bool) { return a.kubeletKillFailing(p, full, owners) },
-		func() (checks.Draft, bool) { return a.jobTracking(p, owners) },
-		func() (checks.Draft, bool) { return a.finalizerOwners(subj, owners) },
+	_, t.full = a.s.FullPod(p.UID)
+	t.since, t.owners = since, newOwnerCache(a, subj)
+	f, ok := checks.Diagnose(podRules, a, t)
+	if !ok {
+		return report.Finding{}, false
 	}
-	for _, step := range steps {
-		if f, ok := step(); ok {
-			return a.finish(subj, since, f, p.Spec.NodeName), true
-		}
-	}
-	return report.Finding{}, false
+	return a.finish(subj, since, f, p.Spec.NodeName), true
 }
 
 // object diagnoses an object of any other resource.
-func (a *analysis) object(o snapshot.Object) (report.Finding, bool) {
+func (a *pass) object(o snapshot.Object) (report.Finding, bool) {
 	if o.Meta == nil || len(o.Meta.Finalizers) == 0 {
 		return report.Finding{}, false // nothing holds it: it is gone in a moment
 	}
@@ -178,18 +202,9 @@ func (a *analysis) object(o snapshot.Object) (report.Finding, bool) {
 	if a.progressing(subj) {
 		return report.Finding{}, false
 	}
-	owners := newOwnerCache(a, subj)
-	for _, step := range []func() (checks.Draft, bool){
-		func() (checks.Draft, bool) { return a.ownerPaused(subj, owners) },
-		func() (checks.Draft, bool) { return a.readdRace(subj, owners) },
-		func() (checks.Draft, bool) { return a.heldByCondition(subj) },
-		func() (checks.Draft, bool) { return a.loadBalancerCleanup(subj) },
-		func() (checks.Draft, bool) { return a.volumeDetach(subj) },
-		func() (checks.Draft, bool) { return a.finalizerOwners(subj, owners) },
-	} {
-		if f, ok := step(); ok {
-			return a.finish(subj, since, f, ""), true
-		}
+	f, ok := checks.Diagnose(objectRules, a, &target{subject: subj, owners: newOwnerCache(a, subj), since: since})
+	if !ok {
+		return report.Finding{}, false
 	}
-	return report.Finding{}, false
+	return a.finish(subj, since, f, ""), true
 }
