@@ -46,7 +46,7 @@ func pendingScale(w *kruise.Workload, pods []scalePod, c scaleCounts) []string {
 	}
 	// A pod in PreparingDelete is deleted once its preDelete hook no longer holds it (deletePods).
 	for _, p := range pods {
-		if p.preDeleting && !hooked(preDelete, p.meta) {
+		if p.preDeleting && !kruise.PodHooked(preDelete, p.meta) {
 			out = append(out, fmt.Sprintf("pod %s is PreparingDelete and its preDelete hook no longer holds it: the controller deletes it", p.meta.Name))
 		}
 	}
@@ -104,24 +104,6 @@ func markPodNotReady(w *kruise.Workload) bool {
 		(w.Lifecycle.InPlaceUpdate != nil && w.Lifecycle.InPlaceUpdate.MarkPodNotReady)
 }
 
-// hooked is IsPodHooked: any of the hook's finalizers on the pod, or any of its labels equal.
-func hooked(h *kruise.LifecycleHook, p *metav1.ObjectMeta) bool {
-	if h == nil {
-		return false
-	}
-	for _, f := range h.FinalizersHandler {
-		if slices.Contains(p.Finalizers, f) {
-			return true
-		}
-	}
-	for k, v := range h.LabelsHandler {
-		if p.Labels[k] == v {
-			return true
-		}
-	}
-	return false
-}
-
 func specifiedHow(p *metav1.ObjectMeta) string {
 	if _, ok := p.Labels[kruise.LabelSpecifiedDelete]; ok {
 		return "label " + kruise.LabelSpecifiedDelete
@@ -130,7 +112,7 @@ func specifiedHow(p *metav1.ObjectMeta) string {
 }
 
 func deleteVerb(h *kruise.LifecycleHook, p *metav1.ObjectMeta) string {
-	if hooked(h, p) {
+	if kruise.PodHooked(h, p) {
 		return "moves it to PreparingDelete"
 	}
 	return "deletes it"

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -188,26 +187,15 @@ func readInPlaceState(p *corev1.Pod) (inPlaceState, bool) {
 }
 
 // hooked lists what of the hook is still on the pod: the controller leaves PreparingUpdate
-// only when none is (lifecycle.IsPodHooked, pkg/util/lifecycle/lifecycle_utils.go).
+// only when none is (kruise.PodHooked).
 func hooked(h *kruise.LifecycleHook, p *corev1.Pod) []string {
-	if h == nil {
-		return nil
-	}
+	held := kruise.HookHeld(h, p)
 	var out []string
-	for _, f := range h.FinalizersHandler {
-		if slices.Contains(p.Finalizers, f) {
-			out = append(out, "finalizer "+f)
-		}
+	for _, f := range held.Finalizers {
+		out = append(out, "finalizer "+f)
 	}
-	keys := make([]string, 0, len(h.LabelsHandler))
-	for k := range h.LabelsHandler {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if p.Labels[k] == h.LabelsHandler[k] {
-			out = append(out, fmt.Sprintf("label %s=%s", k, h.LabelsHandler[k]))
-		}
+	for _, k := range held.Labels {
+		out = append(out, fmt.Sprintf("label %s=%s", k, h.LabelsHandler[k]))
 	}
 	return out
 }
@@ -235,12 +223,9 @@ func specImage(p *corev1.Pod, container string) string {
 	return ""
 }
 
-// stateAge is how long the pod has been in its lifecycle state, from kruise's timestamp.
+// stateAge is how long the pod has been in its lifecycle state (kruise.StateSince).
 func stateAge(now time.Time, p *corev1.Pod) string {
-	t, err := time.Parse(time.RFC3339, p.Annotations[kruise.AnnotationLifecycleTime])
-	if err != nil {
-		t = p.CreationTimestamp.Time
-	}
+	t, _ := kruise.StateSince(p)
 	return checks.Age(now, t)
 }
 

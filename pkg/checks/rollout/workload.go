@@ -112,7 +112,7 @@ func waitedOn(s *snapshot.Snapshot, w *kruise.Workload, update string) []*metav1
 // activity is the last change a pod's metadata shows: its creation or its lifecycle state.
 func activity(p *metav1.ObjectMeta) time.Time {
 	t := p.CreationTimestamp.Time
-	if lt, err := time.Parse(time.RFC3339, p.Annotations[kruise.AnnotationLifecycleTime]); err == nil && lt.After(t) {
+	if lt, stamped := kruise.StateSince(p); stamped && lt.After(t) {
 		t = lt
 	}
 	return t
