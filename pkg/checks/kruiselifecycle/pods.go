@@ -29,12 +29,6 @@ func isOwner(ref *metav1.OwnerReference, kinds ...string) bool {
 	return false
 }
 
-// controlledBy reports whether the pod's controller reference names the UID.
-func controlledBy(p *metav1.ObjectMeta, w *kruise.Workload) bool {
-	ref := snapshot.ControllerOf(p)
-	return ref != nil && ref.UID == w.UID
-}
-
 // activePod mirrors kubecontroller.IsPodActive: not being deleted, not Succeeded or Failed.
 // A pod not read in full has no known phase and counts as active unless being deleted.
 func activePod(s *snapshot.Snapshot, p *metav1.ObjectMeta) bool {
@@ -45,12 +39,10 @@ func activePod(s *snapshot.Snapshot, p *metav1.ObjectMeta) bool {
 	return !ok || (full.Status.Phase != corev1.PodSucceeded && full.Status.Phase != corev1.PodFailed)
 }
 
-// ownedPods splits the pods a workload controls into active and terminating ones.
+// ownedPods splits the pods a workload controls into active and terminating ones. The controller
+// reference alone decides: unlike Snapshot.OwnedPods, no namespace or selector filter.
 func ownedPods(s *snapshot.Snapshot, w *kruise.Workload) (active, terminating []*metav1.ObjectMeta) {
-	for _, p := range s.PodsOwnedBy(w.UID) {
-		if !controlledBy(p, w) {
-			continue
-		}
+	for _, p := range s.ControlledPods(w.UID) {
 		if activePod(s, p) {
 			active = append(active, p)
 		} else if p.DeletionTimestamp != nil {
