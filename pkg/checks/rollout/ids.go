@@ -44,13 +44,3 @@ func rootCauses() []checks.RootCause {
 		{ID: RootCauseSidecarSetStalled, Severity: report.SeverityWarning},
 	}
 }
-
-// rank orders pod causes: a lower rank names the finding.
-func rank(cause string) int {
-	for i, rc := range rootCauses() {
-		if rc.ID == cause {
-			return i
-		}
-	}
-	return len(rootCauses())
-}

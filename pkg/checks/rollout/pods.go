@@ -49,7 +49,7 @@ type verdict struct {
 // waits on its hook before anything else (cloneset_update.go updatePod, kruise v1.9.0); then
 // the kubelet's side in the order a pod meets it (scheduling, image, in-place completion,
 // start, readiness).
-func judgePod(w *kruise.Workload, p *corev1.Pod, env *podEnv) *verdict {
+func judgePod(ps *pass, w *kruise.Workload, p *corev1.Pod) *verdict {
 	name := "pod " + p.Name
 	state := p.Labels[kruise.LabelLifecycleState]
 	_, specified := p.Labels[kruise.LabelSpecifiedDelete]
@@ -59,21 +59,21 @@ func judgePod(w *kruise.Workload, p *corev1.Pod, env *podEnv) *verdict {
 		return nil
 	case p.DeletionTimestamp != nil:
 		return &verdict{cause: RootCauseBlockedByStuckPod, block: podBlock(p),
-			line: checks.Evidencef("%s is Terminating (deleted %s ago); stuck-terminating judges it", name, checks.Age(env.now, p.DeletionTimestamp.Time))}
+			line: checks.Evidencef("%s is Terminating (deleted %s ago); stuck-terminating judges it", name, checks.Age(ps.Snapshot.Now, p.DeletionTimestamp.Time))}
 	case state == kruise.StatePreparingUpdate:
 		if held := hooked(w.Lifecycle.InPlaceUpdate, p); len(held) > 0 {
 			return &verdict{cause: RootCauseInPlaceHookPending,
-				line: checks.Evidencef("%s is PreparingUpdate since %s ago, held by the inPlaceUpdate hook's %s", name, stateAge(env.now, p), strings.Join(held, ", "))}
+				line: checks.Evidencef("%s is PreparingUpdate since %s ago, held by the inPlaceUpdate hook's %s", name, stateAge(ps.Snapshot.Now, p), strings.Join(held, ", "))}
 		}
 	}
-	v := kubeletVerdict(p, env)
+	v := kubeletVerdict(ps, p)
 	if state == kruise.StatePreparingNormal {
 		// stuck-preparing-normal owns the pod; the rollout still names what the kubelet or the
 		// scheduler reports, but a pod merely not Ready (KruisePodReady follows the lifecycle
 		// state) is that check's story alone.
 		if v == nil || v.cause == RootCausePodsNotReady {
 			v = &verdict{cause: RootCauseBlockedByStuckPod,
-				line: checks.Evidencef("%s is PreparingNormal since %s ago; stuck-preparing-normal judges it", name, stateAge(env.now, p))}
+				line: checks.Evidencef("%s is PreparingNormal since %s ago; stuck-preparing-normal judges it", name, stateAge(ps.Snapshot.Now, p))}
 		}
 		v.block = podBlock(p)
 	}
@@ -81,11 +81,11 @@ func judgePod(w *kruise.Workload, p *corev1.Pod, env *podEnv) *verdict {
 }
 
 // kubeletVerdict judges what the scheduler and kubelet report about the pod.
-func kubeletVerdict(p *corev1.Pod, env *podEnv) *verdict {
+func kubeletVerdict(ps *pass, p *corev1.Pod) *verdict {
 	name := "pod " + p.Name
 	if c := condition(p, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
 		return &verdict{cause: RootCausePodsUnschedulable,
-			line: checks.Evidencef("%s is Pending: PodScheduled=False reason Unschedulable for %s: %s", name, checks.Age(env.now, c.LastTransitionTime.Time), checks.Truncate(c.Message, 300))}
+			line: checks.Evidencef("%s is Pending: PodScheduled=False reason Unschedulable for %s: %s", name, checks.Age(ps.Snapshot.Now, c.LastTransitionTime.Time), checks.Truncate(c.Message, 300))}
 	}
 	state, inPlace := readInPlaceState(p)
 	for _, cs := range p.Status.ContainerStatuses {
@@ -102,7 +102,7 @@ func kubeletVerdict(p *corev1.Pod, env *podEnv) *verdict {
 	// inplace_update_defaults.go, kruise v1.9.0): the lifecycle state Updating, which kruise keeps
 	// until the update completed (refreshPodState, cloneset_update.go), says it has not.
 	if inPlace && (!conditionTrue(p, kruise.ConditionInPlaceReady) || p.Labels[kruise.LabelLifecycleState] == kruise.StateUpdating) {
-		return inPlaceVerdict(p, state, env)
+		return inPlaceVerdict(ps, p, state)
 	}
 	for _, cs := range p.Status.ContainerStatuses {
 		if wt := cs.State.Waiting; wt != nil && wt.Reason == "CrashLoopBackOff" {
@@ -138,9 +138,9 @@ func kubeletVerdict(p *corev1.Pod, env *podEnv) *verdict {
 // defaultCheckContainersInPlaceUpdateCompleted, pkg/util/inplaceupdate, kruise v1.9.0): a resize
 // the kubelet does not apply, env from metadata that waits on kruise-daemon's
 // runtime-containers-meta, or containers still on the old image.
-func inPlaceVerdict(p *corev1.Pod, state inPlaceState, env *podEnv) *verdict {
+func inPlaceVerdict(ps *pass, p *corev1.Pod, state inPlaceState) *verdict {
 	name := "pod " + p.Name
-	since := "since " + stateAge(env.now, p) + " ago"
+	since := "since " + stateAge(ps.Snapshot.Now, p) + " ago"
 	if c := condition(p, conditionResizePending); c != nil && c.Status == corev1.ConditionTrue {
 		return &verdict{cause: RootCauseInPlaceResizePending,
 			line: checks.Evidencef("%s in-place update %s waits on a resize: PodResizePending reason %s: %s", name, since, c.Reason, checks.Truncate(c.Message, 200))}
@@ -148,7 +148,7 @@ func inPlaceVerdict(p *corev1.Pod, state inPlaceState, env *podEnv) *verdict {
 	if state.UpdateEnvFromMetadata && p.Annotations[annotationRuntimeMeta] == "" {
 		return &verdict{cause: RootCauseInPlaceDaemonMissing,
 			line: checks.Evidencef("%s in-place update %s changes env from metadata and waits for kruise-daemon on node %s, but the pod has no %s annotation; %s",
-				name, since, p.Spec.NodeName, annotationRuntimeMeta, env.daemon.line(p.Spec.NodeName))}
+				name, since, p.Spec.NodeName, annotationRuntimeMeta, ps.daemon.line(p.Spec.NodeName))}
 	}
 	var old []string
 	for _, cs := range p.Status.ContainerStatuses {
