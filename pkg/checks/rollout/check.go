@@ -77,7 +77,11 @@ func (c check) Run(s *snapshot.Snapshot, threshold time.Duration) []report.Findi
 		}
 	}
 	for _, ss := range s.SidecarSets {
-		if d, ok := sidecarSetDraft(s, p.Env, ss, threshold); ok {
+		st, ok := newSidecarStall(p, ss, threshold)
+		if !ok {
+			continue
+		}
+		if d, ok := checks.Diagnose(sidecarSetRules(), p, st); ok {
 			out = append(out, checks.NewFinding(info, d))
 		}
 	}
