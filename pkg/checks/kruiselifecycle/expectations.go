@@ -67,7 +67,7 @@ func (c expectationsUnsatisfied) Run(s *snapshot.Snapshot, threshold time.Durati
 	p := newPass(s, threshold, expectationsThreshold, c.Info())
 	var out []report.Finding
 	for _, v := range p.frozenWorkloads() {
-		out = append(out, p.expectationsFinding(c.Info(), v))
+		out = append(out, p.expectationsFinding(v))
 	}
 	return out
 }

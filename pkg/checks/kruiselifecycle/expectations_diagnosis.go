@@ -15,10 +15,11 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
-// expectationsFinding decides the root cause of a frozen CloneSet and builds its finding.
-func (p *pass) expectationsFinding(info checks.Info, v *frozenWorkload) report.Finding {
+// expectationsFinding decides the root cause of a frozen CloneSet and builds its
+// expectations-unsatisfied finding.
+func (p *pass) expectationsFinding(v *frozenWorkload) report.Finding {
 	d, _ := checks.Diagnose(expectationsRules(), p, v)
-	return checks.NewFinding(info, d)
+	return checks.NewFinding(p.expectations, d)
 }
 
 // expectationsRules are the root causes of a frozen CloneSet, in the order of docs/contract.md,

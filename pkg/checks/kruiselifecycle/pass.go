@@ -18,7 +18,8 @@ type pass struct {
 	// frozenAfter is the age a frozen status must reach: the threshold expectations-unsatisfied
 	// uses in this scan.
 	frozenAfter time.Duration
-	// expectations describes expectations-unsatisfied, whose findings stuck-preparing-normal names.
+	// expectations describes expectations-unsatisfied, whose findings both checks build
+	// (stuck-preparing-normal names them).
 	expectations checks.Info
 	frozen       map[types.UID]*frozenWorkload
 }

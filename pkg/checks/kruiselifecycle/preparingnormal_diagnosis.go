@@ -112,7 +112,7 @@ func preNormalWorkloadFrozen(p *pass, sp *stuckPod) (checks.Draft, bool) {
 	if !ok {
 		return checks.Draft{}, false
 	}
-	wf := p.expectationsFinding(p.expectations, v)
+	wf := p.expectationsFinding(v)
 	d := sp.draft(RootCauseWorkloadExpectationsBlock, v.signals...)
 	d.Evidence = append(d.Evidence, checks.Evidencef("%s finding %s: %s", ExpectationsUnsatisfiedID, wf.ID, wf.RootCause.ID))
 	d.Message = fmt.Sprintf("%s %s/%s is not reconciled (%s finding %s, root cause %s), so nothing refreshes this pod's lifecycle state. Fix the workload first.",
