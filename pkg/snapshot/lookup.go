@@ -8,6 +8,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
@@ -31,6 +32,39 @@ func (s *Snapshot) FullPod(uid types.UID) (*corev1.Pod, bool) {
 
 // PodsOwnedBy returns the metadata of the pods whose ownerReferences name the UID.
 func (s *Snapshot) PodsOwnedBy(uid types.UID) []*metav1.ObjectMeta { return s.podsByOwner[uid] }
+
+// ControlledPods returns the metadata of the pods whose controller ownerReference names the UID,
+// in the order the snapshot lists them.
+func (s *Snapshot) ControlledPods(uid types.UID) []*metav1.ObjectMeta {
+	var out []*metav1.ObjectMeta
+	for _, p := range s.podsByOwner[uid] {
+		if ref := ControllerOf(p); ref != nil && ref.UID == uid {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// OwnedPods returns the pods a workload owns as its controller claims them: controlled by w, in
+// its namespace and matching its selector, by name. A selector that cannot be parsed does not
+// filter: the controller reference decides.
+func (s *Snapshot) OwnedPods(w *kruise.Workload) []*metav1.ObjectMeta {
+	var sel labels.Selector
+	if w.Selector != nil {
+		if parsed, err := metav1.LabelSelectorAsSelector(w.Selector); err == nil {
+			sel = parsed
+		}
+	}
+	var out []*metav1.ObjectMeta
+	for _, p := range s.ControlledPods(w.UID) {
+		if p.Namespace != w.Namespace || (sel != nil && !sel.Matches(labels.Set(p.Labels))) {
+			continue
+		}
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
 
 // PodsOnNode returns the fully read pods bound to a node.
 func (s *Snapshot) PodsOnNode(name string) []*corev1.Pod { return s.podsByNode[name] }

@@ -130,60 +130,14 @@ func countScale(w *kruise.Workload, pods []scalePod, excludeFlag bool) scaleCoun
 	if w.Scaling.ScaleMaxUnavailable != nil {
 		scaleMaxUnavailable = scaledValue(w.Scaling.ScaleMaxUnavailable, c.replicas, true)
 	}
-	var newActive, oldActive int
-	for _, p := range pods {
-		preDel, toDel, unavail, active := &c.preDeletingNew, &c.toDeleteNew, &c.unavailableNew, &newActive
-		if !p.updated {
-			c.oldPods++
-			preDel, toDel, unavail, active = &c.preDeletingOld, &c.toDeleteOld, &c.unavailableOld, &oldActive
-		}
-		switch {
-		case p.preDeleting:
-			*preDel++
-		case p.specified:
-			*active++
-			*toDel++
-		default:
-			*active++
-			if !p.available {
-				*unavail++
-			}
-		}
-	}
+	newActive, oldActive := c.countPods(pods)
 	totalUnavailable := c.preDeletingNew + c.preDeletingOld + c.unavailableNew + c.unavailableOld
 	// Without CloneSetPartitionRollback (alpha, off by default) pods only move to the update
 	// revision, so the update diffs are clamped as the controller clamps them.
 	updateOldDiff := max(oldActive-c.partition, 0)
 	updateNewDiff := min(newActive-(c.replicas-c.partition), 0)
 	if c.maxSurge > 0 {
-		var scaleSurge, scaleSurgeOld int
-		if toDelete := c.toDeleteNew + c.toDeleteOld; toDelete > 0 {
-			scaleSurge = min(max(totalUnavailable+toDelete-c.maxUnavailable, 0), toDelete)
-			if scaleSurge > c.toDeleteNew {
-				scaleSurgeOld = scaleSurge - c.toDeleteNew
-			}
-		}
-		var updateSurge, updateSurgeOld int
-		if (updateOldDiff > 0 && updateNewDiff < 0) || (updateOldDiff < 0 && updateNewDiff > 0) {
-			if abs(updateOldDiff) <= abs(updateNewDiff) {
-				updateSurge = abs(updateOldDiff)
-				if updateOldDiff < 0 {
-					updateSurgeOld = updateSurge
-				}
-			} else {
-				updateSurge = abs(updateNewDiff)
-				if updateNewDiff > 0 {
-					updateSurgeOld = updateSurge
-				}
-			}
-		}
-		if scaleSurge >= updateSurge {
-			c.useSurge = min(c.maxSurge, scaleSurge)
-			c.useSurgeOld = min(c.useSurge, scaleSurgeOld)
-		} else {
-			c.useSurge = min(c.maxSurge, updateSurge)
-			c.useSurgeOld = min(c.useSurge, updateSurgeOld)
-		}
+		c.surge(totalUnavailable, updateOldDiff, updateNewDiff)
 	}
 	// shouldScalingExcludePreparingDelete: the manager flag or the CloneSet's label.
 	c.excludePreDeleting = excludeFlag || w.Labels[kruise.LabelScalingExcludePreparingDelete] == "true"
@@ -208,6 +162,64 @@ func countScale(w *kruise.Workload, pods []scalePod, excludeFlag bool) scaleCoun
 		}
 	}
 	return c
+}
+
+// countPods counts the pods by revision: PreparingDelete, chosen for deletion, unavailable; it
+// returns the active ones (not PreparingDelete) of the update and of older revisions.
+func (c *scaleCounts) countPods(pods []scalePod) (newActive, oldActive int) {
+	for _, p := range pods {
+		preDel, toDel, unavail, active := &c.preDeletingNew, &c.toDeleteNew, &c.unavailableNew, &newActive
+		if !p.updated {
+			c.oldPods++
+			preDel, toDel, unavail, active = &c.preDeletingOld, &c.toDeleteOld, &c.unavailableOld, &oldActive
+		}
+		switch {
+		case p.preDeleting:
+			*preDel++
+		case p.specified:
+			*active++
+			*toDel++
+		default:
+			*active++
+			if !p.available {
+				*unavail++
+			}
+		}
+	}
+	return newActive, oldActive
+}
+
+// surge sets the surge the controller uses, the larger of what deletions and what the update
+// need, within maxSurge.
+func (c *scaleCounts) surge(totalUnavailable, updateOldDiff, updateNewDiff int) {
+	var scaleSurge, scaleSurgeOld int
+	if toDelete := c.toDeleteNew + c.toDeleteOld; toDelete > 0 {
+		scaleSurge = min(max(totalUnavailable+toDelete-c.maxUnavailable, 0), toDelete)
+		if scaleSurge > c.toDeleteNew {
+			scaleSurgeOld = scaleSurge - c.toDeleteNew
+		}
+	}
+	var updateSurge, updateSurgeOld int
+	if (updateOldDiff > 0 && updateNewDiff < 0) || (updateOldDiff < 0 && updateNewDiff > 0) {
+		if abs(updateOldDiff) <= abs(updateNewDiff) {
+			updateSurge = abs(updateOldDiff)
+			if updateOldDiff < 0 {
+				updateSurgeOld = updateSurge
+			}
+		} else {
+			updateSurge = abs(updateNewDiff)
+			if updateNewDiff > 0 {
+				updateSurgeOld = updateSurge
+			}
+		}
+	}
+	if scaleSurge >= updateSurge {
+		c.useSurge = min(c.maxSurge, scaleSurge)
+		c.useSurgeOld = min(c.useSurge, scaleSurgeOld)
+	} else {
+		c.useSurge = min(c.maxSurge, updateSurge)
+		c.useSurgeOld = min(c.useSurge, updateSurgeOld)
+	}
 }
 
 func abs(n int) int {

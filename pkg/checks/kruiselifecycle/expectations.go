@@ -6,7 +6,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/internal/kruiseenv"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
@@ -65,11 +64,10 @@ func expectationCandidates(s *snapshot.Snapshot) []types.UID {
 
 // Run reports the CloneSets whose status is frozen past the threshold, each with its root cause.
 func (c expectationsUnsatisfied) Run(s *snapshot.Snapshot, threshold time.Duration) []report.Finding {
-	env := kruiseenv.New(s)
-	th := effectiveThreshold(s, threshold, expectationsThreshold, env.ExpectationTimeout())
+	p := newPass(s, threshold, expectationsThreshold, c.Info())
 	var out []report.Finding
-	for _, v := range frozenWorkloads(env, th) {
-		out = append(out, expectationsFinding(c.Info(), env, v))
+	for _, v := range p.frozenWorkloads() {
+		out = append(out, p.expectationsFinding(v))
 	}
 	return out
 }

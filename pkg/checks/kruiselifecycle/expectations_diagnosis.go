@@ -15,99 +15,152 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
-// expectationsFinding decides the root cause of a frozen CloneSet and builds its finding.
-func expectationsFinding(info checks.Info, env *kruiseenv.Env, v *frozenWorkload) report.Finding {
-	w, s := v.w, env.Snapshot
-	f := checks.Draft{
-		Object:   kruiseenv.WorkloadRef(w),
-		Since:    v.since,
-		Evidence: append(append([]string{}, v.signals...), v.support...),
-	}
-	key := w.Namespace + "/" + w.Name
-	f.Summary = fmt.Sprintf("%s %s has not been reconciled for %s: its status is frozen", w.Kind, key, checks.Age(s.Now, v.since))
-	f.Evidence = append(f.Evidence, env.ManagerEvidence())
-	if l := env.LeaderEvidence(); l != "" {
-		f.Evidence = append(f.Evidence, l)
-	}
-	requeue := requeueFix(w.Kind, w.Namespace, w.Name)
-	restart, canRestart := env.RestartFix()
+// expectationsFinding decides the root cause of a frozen CloneSet and builds its
+// expectations-unsatisfied finding.
+func (p *pass) expectationsFinding(v *frozenWorkload) report.Finding {
+	d, _ := checks.Diagnose(expectationsRules(), p, v)
+	return checks.NewFinding(p.expectations, d)
+}
 
-	if down, why := env.Unavailable(); down {
-		f.RootCause = RootCauseControllerUnavailable
-		f.Message = fmt.Sprintf("No kruise-manager leader is running, so nothing reconciles %s %s. Bring the manager back; the workload catches up once a leader runs.", w.Kind, key)
-		f.Evidence = append(f.Evidence, why...)
-		return checks.NewFinding(info, f)
+// expectationsRules are the root causes of a frozen CloneSet, in the order of docs/contract.md,
+// "Checks and root causes": the first that holds names it.
+func expectationsRules() []checks.Rule[*pass, *frozenWorkload] {
+	return []checks.Rule[*pass, *frozenWorkload]{
+		frozenControllerDown,
+		frozenCreationFailing,
+		frozenScaleLeakLogged,
+		frozenUpdateLeakLogged,
+		frozenLeakInferred,
+		frozenUnknown,
 	}
+}
 
+// frozenDraft is the draft every finding on a frozen CloneSet starts from, with the root cause
+// and the rule's evidence added.
+func (p *pass) frozenDraft(v *frozenWorkload, rootCause string, evidence ...string) checks.Draft {
+	w := v.w
+	d := checks.Draft{
+		RootCause: rootCause,
+		Object:    kruiseenv.WorkloadRef(w),
+		Since:     v.since,
+		Summary:   fmt.Sprintf("%s %s/%s has not been reconciled for %s: its status is frozen", w.Kind, w.Namespace, w.Name, checks.Age(p.Snapshot.Now, v.since)),
+		Evidence:  append(append([]string{}, v.signals...), v.support...),
+	}
+	d.Evidence = append(d.Evidence, p.ManagerEvidence())
+	if l := p.LeaderEvidence(); l != "" {
+		d.Evidence = append(d.Evidence, l)
+	}
+	d.Evidence = append(d.Evidence, evidence...)
+	return d
+}
+
+// waitingDraft is the draft of a CloneSet its controller is up for yet skips: the manager's
+// expectation timeout and how the running version handles it are evidence, and the fixes
+// restart the leader (which drops every expectation) before requeueing.
+func (p *pass) waitingDraft(v *frozenWorkload, rootCause string, evidence ...string) checks.Draft {
+	lines := append([]string{checks.Evidencef("kruise-manager --expectation-timeout is %s", p.ExpectationTimeout())}, timeoutHandling(p.Env)...)
+	d := p.frozenDraft(v, rootCause, append(lines, evidence...)...)
+	d.Fixes = []report.Fix{requeueFix(v.w.Kind, v.w.Namespace, v.w.Name)}
+	if restart, ok := p.RestartFix(); ok {
+		d.Fixes = []report.Fix{restart, d.Fixes[0]}
+	}
+	return d
+}
+
+// frozenControllerDown: nothing reconciles at all.
+func frozenControllerDown(p *pass, v *frozenWorkload) (checks.Draft, bool) {
+	down, why := p.Unavailable()
+	if !down {
+		return checks.Draft{}, false
+	}
+	d := p.frozenDraft(v, RootCauseControllerUnavailable, why...)
+	d.Message = fmt.Sprintf("No kruise-manager leader is running, so nothing reconciles %s %s/%s. Bring the manager back; the workload catches up once a leader runs.",
+		v.w.Kind, v.w.Namespace, v.w.Name)
+	return d, true
+}
+
+// frozenCreationFailing: the apiserver rejects every pod the controller creates.
+func frozenCreationFailing(p *pass, v *frozenWorkload) (checks.Draft, bool) {
+	w, s := v.w, p.Snapshot
 	failed := kruiseenv.FailedCreates(s, w)
 	cond, hasCond := w.Condition("FailedScale")
 	hasCond = hasCond && cond.Status == string(corev1.ConditionTrue)
-	if len(failed) > 0 || hasCond {
-		f.RootCause = RootCausePodCreationFailing
-		msg := ""
-		if len(failed) > 0 {
-			msg = kruiseenv.EventMessage(failed[len(failed)-1].Message)
-		} else {
-			msg = checks.Truncate(cond.Message, 300)
-		}
-		f.Message = fmt.Sprintf("The kruise-manager keeps trying to create pods for %s %s and every create is rejected: %s", w.Kind, key, msg)
-		for i := max(0, len(failed)-3); i < len(failed); i++ {
-			f.Evidence = append(f.Evidence, kruiseenv.EventLine(s.Now, failed[i]))
-		}
-		if hasCond {
-			f.Evidence = append(f.Evidence, checks.Evidencef("condition FailedScale=True reason %s: %s", cond.Reason, checks.Truncate(cond.Message, 300)))
-		}
-		return checks.NewFinding(info, f)
+	if len(failed) == 0 && !hasCond {
+		return checks.Draft{}, false
 	}
+	d := p.frozenDraft(v, RootCausePodCreationFailing)
+	msg := checks.Truncate(cond.Message, 300)
+	if len(failed) > 0 {
+		msg = kruiseenv.EventMessage(failed[len(failed)-1].Message)
+	}
+	d.Message = fmt.Sprintf("The kruise-manager keeps trying to create pods for %s %s/%s and every create is rejected: %s", w.Kind, w.Namespace, w.Name, msg)
+	for i := max(0, len(failed)-3); i < len(failed); i++ {
+		d.Evidence = append(d.Evidence, kruiseenv.EventLine(s.Now, failed[i]))
+	}
+	if hasCond {
+		d.Evidence = append(d.Evidence, checks.Evidencef("condition FailedScale=True reason %s: %s", cond.Reason, checks.Truncate(cond.Message, 300)))
+	}
+	return d, true
+}
 
-	f.Evidence = append(f.Evidence, checks.Evidencef("kruise-manager --expectation-timeout is %s", env.ExpectationTimeout()))
-	f.Evidence = append(f.Evidence, timeoutHandling(env)...)
-	leakFixes := []report.Fix{requeue}
-	if canRestart {
-		leakFixes = []report.Fix{restart, requeue}
+// frozenScaleLeakLogged: the leader logs a scale expectation it has waited on past the timeout.
+func frozenScaleLeakLogged(p *pass, v *frozenWorkload) (checks.Draft, bool) {
+	line, ok := newestLeakLine(p.Env, v.w)
+	if !ok || !line.Kind.Scale() {
+		return checks.Draft{}, false
 	}
+	w := v.w
+	d := p.waitingDraft(v, RootCauseScaleExpectationsLeaked, checks.Evidencef("leader log: %s", checks.Truncate(line.Line, 400)))
+	d.Evidence = append(d.Evidence, dirtyPodEvidence(p.Snapshot, w.Namespace, line)...)
+	d.Message = fmt.Sprintf("The kruise-manager leader waits for a pod event of %s %s/%s that never came (scale expectations unsatisfied for %s) and skips every reconcile. Restart the leader: expectations live only in its memory.",
+		w.Kind, w.Namespace, w.Name, line.Overtime.Round(time.Second))
+	if line.Kind == kruise.LogScaleOvertimeDropped {
+		d.Evidence = append(d.Evidence, "the leader dropped the timed-out expectation (ForceDeleteTimeoutExpectationGate) and requeues the CloneSet after 10s")
+	}
+	return d, true
+}
 
-	if line, ok := newestLeakLine(env, w); ok {
-		f.Fixes = leakFixes
-		f.Evidence = append(f.Evidence, checks.Evidencef("leader log: %s", checks.Truncate(line.Line, 400)))
-		if line.Kind.Scale() {
-			f.RootCause = RootCauseScaleExpectationsLeaked
-			f.Evidence = append(f.Evidence, dirtyPodEvidence(s, w.Namespace, line)...)
-			f.Message = fmt.Sprintf("The kruise-manager leader waits for a pod event of %s %s that never came (scale expectations unsatisfied for %s) and skips every reconcile. Restart the leader: expectations live only in its memory.",
-				w.Kind, key, line.Overtime.Round(time.Second))
-			if line.Kind == kruise.LogScaleOvertimeDropped {
-				f.Evidence = append(f.Evidence, "the leader dropped the timed-out expectation (ForceDeleteTimeoutExpectationGate) and requeues the CloneSet after 10s")
-			}
-		} else {
-			f.RootCause = RootCauseUpdateExpectationsLeaked
-			f.Evidence = append(f.Evidence, updatePodEvidence(s, w.Namespace, line)...)
-			f.Message = fmt.Sprintf("The kruise-manager leader waits to observe an update of pod %s of %s %s that it never sees, and skips every reconcile. Restart the leader: expectations live only in its memory.",
-				line.Pod, w.Kind, key)
-		}
-		return checks.NewFinding(info, f)
+// frozenUpdateLeakLogged: the leader logs an update expectation it has waited on past the timeout.
+func frozenUpdateLeakLogged(p *pass, v *frozenWorkload) (checks.Draft, bool) {
+	line, ok := newestLeakLine(p.Env, v.w)
+	if !ok || line.Kind.Scale() {
+		return checks.Draft{}, false
 	}
+	w := v.w
+	d := p.waitingDraft(v, RootCauseUpdateExpectationsLeaked, checks.Evidencef("leader log: %s", checks.Truncate(line.Line, 400)))
+	d.Evidence = append(d.Evidence, updatePodEvidence(p.Snapshot, w.Namespace, line)...)
+	d.Message = fmt.Sprintf("The kruise-manager leader waits to observe an update of pod %s of %s %s/%s that it never sees, and skips every reconcile. Restart the leader: expectations live only in its memory.",
+		line.Pod, w.Kind, w.Namespace, w.Name)
+	return d, true
+}
 
-	if !env.LogsRead {
-		f.Fixes = leakFixes
-		f.Evidence = append(f.Evidence, checks.Evidencef("inferred from the frozen status: the leader's log could not be read (%s)", env.LogsUnread))
-		if v.scale {
-			f.RootCause = RootCauseScaleExpectationsLeaked
-			f.Message = fmt.Sprintf("%s %s is frozen with pods to create or delete and its manager is up: the leader most likely holds a leaked scale expectation (inferred; its log could not be read). Restart the leader to clear it.", w.Kind, key)
-		} else {
-			f.RootCause = RootCauseUpdateExpectationsLeaked
-			f.Message = fmt.Sprintf("%s %s is frozen and its manager is up: the leader most likely holds a leaked update expectation (inferred; its log could not be read). Restart the leader to clear it.", w.Kind, key)
-		}
-		return checks.NewFinding(info, f)
+// frozenLeakInferred: with no log to read, a leaked expectation is the likely cause, of scale when
+// pods are to be created or deleted, else of update.
+func frozenLeakInferred(p *pass, v *frozenWorkload) (checks.Draft, bool) {
+	if p.LogsRead {
+		return checks.Draft{}, false
 	}
+	w := v.w
+	rootCause, what := RootCauseUpdateExpectationsLeaked, "is frozen and its manager is up: the leader most likely holds a leaked update expectation"
+	if v.scale {
+		rootCause, what = RootCauseScaleExpectationsLeaked, "is frozen with pods to create or delete and its manager is up: the leader most likely holds a leaked scale expectation"
+	}
+	d := p.waitingDraft(v, rootCause, checks.Evidencef("inferred from the frozen status: the leader's log could not be read (%s)", p.LogsUnread))
+	d.Message = fmt.Sprintf("%s %s/%s %s (inferred; its log could not be read). Restart the leader to clear it.", w.Kind, w.Namespace, w.Name, what)
+	return d, true
+}
 
-	f.RootCause = RootCauseStalledUnknown
-	f.Evidence = append(f.Evidence, checks.Evidencef("the leader's log has no expectation line for %s %s", w.Kind, key))
-	f.Fixes = []report.Fix{requeue}
-	if canRestart {
-		f.Fixes = append(f.Fixes, restart)
+// frozenUnknown: nothing the scan can read explains it; it always holds.
+func frozenUnknown(p *pass, v *frozenWorkload) (checks.Draft, bool) {
+	w := v.w
+	d := p.waitingDraft(v, RootCauseStalledUnknown, checks.Evidencef("the leader's log has no expectation line for %s %s/%s", w.Kind, w.Namespace, w.Name))
+	d.Fixes = []report.Fix{requeueFix(w.Kind, w.Namespace, w.Name)}
+	if restart, ok := p.RestartFix(); ok {
+		d.Fixes = append(d.Fixes, restart)
 	}
-	f.Message = fmt.Sprintf("%s %s is frozen and nothing the scan can read explains it. Requeue it: the controller either catches up or logs the expectation it waits for, which the next scan names.", w.Kind, key)
-	return checks.NewFinding(info, f)
+	d.Message = fmt.Sprintf("%s %s/%s is frozen and nothing the scan can read explains it. Requeue it: the controller either catches up or logs the expectation it waits for, which the next scan names.",
+		w.Kind, w.Namespace, w.Name)
+	return d, true
 }
 
 // newestLeakLine returns the leader's newest overtime line that blocks this CloneSet.

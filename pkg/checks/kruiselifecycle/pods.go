@@ -29,12 +29,6 @@ func isOwner(ref *metav1.OwnerReference, kinds ...string) bool {
 	return false
 }
 
-// controlledBy reports whether the pod's controller reference names the UID.
-func controlledBy(p *metav1.ObjectMeta, w *kruise.Workload) bool {
-	ref := snapshot.ControllerOf(p)
-	return ref != nil && ref.UID == w.UID
-}
-
 // activePod mirrors kubecontroller.IsPodActive: not being deleted, not Succeeded or Failed.
 // A pod not read in full has no known phase and counts as active unless being deleted.
 func activePod(s *snapshot.Snapshot, p *metav1.ObjectMeta) bool {
@@ -45,12 +39,10 @@ func activePod(s *snapshot.Snapshot, p *metav1.ObjectMeta) bool {
 	return !ok || (full.Status.Phase != corev1.PodSucceeded && full.Status.Phase != corev1.PodFailed)
 }
 
-// ownedPods splits the pods a workload controls into active and terminating ones.
+// ownedPods splits the pods a workload controls into active and terminating ones. The controller
+// reference alone decides: unlike Snapshot.OwnedPods, no namespace or selector filter.
 func ownedPods(s *snapshot.Snapshot, w *kruise.Workload) (active, terminating []*metav1.ObjectMeta) {
-	for _, p := range s.PodsOwnedBy(w.UID) {
-		if !controlledBy(p, w) {
-			continue
-		}
+	for _, p := range s.ControlledPods(w.UID) {
 		if activePod(s, p) {
 			active = append(active, p)
 		} else if p.DeletionTimestamp != nil {
@@ -61,52 +53,42 @@ func ownedPods(s *snapshot.Snapshot, w *kruise.Workload) (active, terminating []
 	return active, terminating
 }
 
-// lifecycleSince is when the pod entered its lifecycle state: the timestamp annotation kruise
-// rewrites on every state change, else the pod's creation.
+// lifecycleSince is when the pod entered its lifecycle state (kruise.StateSince) and, for the
+// evidence, what dates it.
 func lifecycleSince(p *metav1.ObjectMeta) (time.Time, string) {
-	if v := p.Annotations[kruise.AnnotationLifecycleTime]; v != "" {
-		if t, err := time.Parse(time.RFC3339, v); err == nil {
-			return t, "annotation " + kruise.AnnotationLifecycleTime
-		}
+	t, stamped := kruise.StateSince(p)
+	if stamped {
+		return t, "annotation " + kruise.AnnotationLifecycleTime
 	}
-	return p.CreationTimestamp.Time, "creation time (no " + kruise.AnnotationLifecycleTime + " annotation)"
+	return t, "creation time (no " + kruise.AnnotationLifecycleTime + " annotation)"
 }
 
-// hookMisses lists what a lifecycle hook still waits for on a pod: each missing finalizer and
-// each label missing or with another value (IsPodAllHooked, pkg/util/lifecycle).
+// hookMisses lists what a lifecycle hook still waits for on a pod (kruise.HookMissing), each
+// missing finalizer and each label missing or with another value, with who last set them.
 func hookMisses(h *kruise.LifecycleHook, p *metav1.ObjectMeta) []string {
-	if h == nil {
-		return nil
-	}
+	missing := kruise.HookMissing(h, p)
 	var out []string
-	have := map[string]bool{}
-	for _, f := range p.Finalizers {
-		have[f] = true
-	}
-	for _, f := range h.FinalizersHandler {
-		if !have[f] {
-			line := checks.Evidencef("finalizer %s is missing", f)
-			if ts := touchers(p, "f:metadata", "f:finalizers"); len(ts) > 0 {
-				line += checks.Evidencef(" (finalizers last set by %s)", joinTouchers(ts))
-			} else {
-				line += " (no field manager has set any finalizer)"
-			}
-			out = append(out, line)
+	for _, f := range missing.Finalizers {
+		line := checks.Evidencef("finalizer %s is missing", f)
+		if ts := touchers(p, "f:metadata", "f:finalizers"); len(ts) > 0 {
+			line += checks.Evidencef(" (finalizers last set by %s)", joinTouchers(ts))
+		} else {
+			line += " (no field manager has set any finalizer)"
 		}
+		out = append(out, line)
 	}
-	for _, k := range slices.Sorted(maps.Keys(h.LabelsHandler)) {
+	for _, k := range missing.Labels {
 		want := h.LabelsHandler[k]
 		got, ok := p.Labels[k]
-		switch {
-		case !ok:
+		if !ok {
 			out = append(out, checks.Evidencef("label %s is missing, the hook wants %q (no field manager has set it)", k, want))
-		case got != want:
-			line := checks.Evidencef("label %s is %q, the hook wants %q", k, got, want)
-			if ts := touchers(p, "f:metadata", "f:labels", "f:"+k); len(ts) > 0 {
-				line += checks.Evidencef(" (set by %s)", joinTouchers(ts))
-			}
-			out = append(out, line)
+			continue
 		}
+		line := checks.Evidencef("label %s is %q, the hook wants %q", k, got, want)
+		if ts := touchers(p, "f:metadata", "f:labels", "f:"+k); len(ts) > 0 {
+			line += checks.Evidencef(" (set by %s)", joinTouchers(ts))
+		}
+		out = append(out, line)
 	}
 	return out
 }

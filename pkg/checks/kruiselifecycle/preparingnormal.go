@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/internal/kruiseenv"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
@@ -58,10 +57,7 @@ func (stuckPreparingNormal) PodCandidates(s *snapshot.Snapshot) []types.UID {
 // Run reports the pods PreparingNormal for longer than the threshold, each with its root cause.
 func (c stuckPreparingNormal) Run(s *snapshot.Snapshot, threshold time.Duration) []report.Finding {
 	info := c.Info()
-	env := kruiseenv.New(s)
-	// The expectations verdict uses the threshold the expectations check would use in this scan.
-	expTh := effectiveThreshold(s, threshold, preparingNormalThreshold, env.ExpectationTimeout())
-	var frozen map[types.UID]*frozenWorkload
+	p := newPass(s, threshold, preparingNormalThreshold, c.expectations)
 	var out []report.Finding
 	pods := append([]*corev1.Pod(nil), s.FullPods...)
 	sort.Slice(pods, func(i, j int) bool {
@@ -70,27 +66,26 @@ func (c stuckPreparingNormal) Run(s *snapshot.Snapshot, threshold time.Duration)
 		}
 		return pods[i].Name < pods[j].Name
 	})
-	for _, p := range pods {
-		if p.Labels[kruise.LabelLifecycleState] != kruise.StatePreparingNormal || p.DeletionTimestamp != nil {
+	for _, pod := range pods {
+		if pod.Labels[kruise.LabelLifecycleState] != kruise.StatePreparingNormal || pod.DeletionTimestamp != nil {
 			continue
 		}
-		ref := snapshot.ControllerOf(p)
+		ref := snapshot.ControllerOf(pod)
 		if !isOwner(ref, kruise.KindCloneSet, kruise.KindStatefulSet) {
 			continue
 		}
-		since, sinceSource := lifecycleSince(&p.ObjectMeta)
+		since, sinceSource := lifecycleSince(&pod.ObjectMeta)
 		if s.Now.Sub(since) < threshold {
 			continue
-		}
-		if frozen == nil {
-			frozen = frozenWorkloads(env, expTh)
 		}
 		w, _ := s.Workload(ref.UID)
 		if w == nil && s.Scope.LabelSelector != "" {
 			// Its workload does not match the selector: a finding would name it (owner, fixes).
 			continue
 		}
-		out = append(out, checks.NewFinding(info, c.diagnose(env, frozen, p, w, since, sinceSource)))
+		sp := newStuckPod(p, pod, ref, w, since, sinceSource)
+		d, _ := checks.Diagnose(preparingNormalRules(), p, sp)
+		out = append(out, checks.NewFinding(info, d))
 	}
 	return out
 }

@@ -5,146 +5,230 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/internal/kruiseenv"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/knowledge"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
-// diagnose decides the root cause of one stuck pod, in the order of docs/contract.md, "Checks and root causes".
-func (c stuckPreparingNormal) diagnose(env *kruiseenv.Env, frozen map[types.UID]*frozenWorkload, p *corev1.Pod, w *kruise.Workload,
-	since time.Time, sinceSource string) checks.Draft {
-	s := env.Snapshot
-	ref := snapshot.ControllerOf(p)
-	f := checks.Draft{
-		Object: checks.Ref("v1", "Pod", p),
-		Owner:  checks.OwnerRef(p.Namespace, ref),
-		Node:   p.Spec.NodeName,
-		Since:  since,
-		Summary: fmt.Sprintf("pod %s/%s of %s %s has been PreparingNormal for %s", p.Namespace, p.Name, ref.Kind, ref.Name,
-			checks.Age(s.Now, since)),
+// stuckPod is what stuck-preparing-normal judges: a pod PreparingNormal past the threshold, its
+// controller reference and workload (nil when the snapshot has none), and the draft every
+// finding on it starts from.
+type stuckPod struct {
+	pod     *corev1.Pod
+	ref     *metav1.OwnerReference
+	w       *kruise.Workload
+	base    checks.Draft
+	requeue report.Fix
+}
+
+func newStuckPod(p *pass, pod *corev1.Pod, ref *metav1.OwnerReference, w *kruise.Workload, since time.Time, sinceSource string) *stuckPod {
+	now := p.Snapshot.Now
+	base := checks.Draft{
+		Object:  checks.Ref("v1", "Pod", pod),
+		Owner:   checks.OwnerRef(pod.Namespace, ref),
+		Node:    pod.Spec.NodeName,
+		Since:   since,
+		Summary: fmt.Sprintf("pod %s/%s of %s %s has been PreparingNormal for %s", pod.Namespace, pod.Name, ref.Kind, ref.Name, checks.Age(now, since)),
 		Evidence: []string{checks.Evidencef("label %s=%s since %s (%s ago, from %s)", kruise.LabelLifecycleState, kruise.StatePreparingNormal,
-			since.UTC().Format(time.RFC3339), checks.Age(s.Now, since), sinceSource)},
+			since.UTC().Format(time.RFC3339), checks.Age(now, since), sinceSource)},
 	}
 	if w == nil {
-		f.Evidence = append(f.Evidence, checks.Evidencef("%s %s/%s is not in the snapshot (deleted, or outside the scan's selector)", ref.Kind, p.Namespace, ref.Name))
+		base.Evidence = append(base.Evidence, checks.Evidencef("%s %s/%s is not in the snapshot (deleted, or outside the scan's selector)", ref.Kind, pod.Namespace, ref.Name))
 	}
-	f.Evidence = append(f.Evidence, env.ManagerEvidence())
-	if l := env.LeaderEvidence(); l != "" {
-		f.Evidence = append(f.Evidence, l)
+	base.Evidence = append(base.Evidence, p.ManagerEvidence())
+	if l := p.LeaderEvidence(); l != "" {
+		base.Evidence = append(base.Evidence, l)
 	}
-	requeue := requeueFix(ref.Kind, p.Namespace, ref.Name)
+	return &stuckPod{pod: pod, ref: ref, w: w, base: base, requeue: requeueFix(ref.Kind, pod.Namespace, ref.Name)}
+}
 
-	// 1. Nothing reconciles at all.
-	if down, why := env.Unavailable(); down {
-		f.RootCause = RootCauseControllerUnavailable
-		f.Message = "No kruise-manager leader is running, so nothing moves the pod out of PreparingNormal. Bring the manager back."
-		f.Evidence = append(f.Evidence, why...)
-		return f
-	}
-	// 2. The workload itself is not reconciled.
-	if w != nil {
-		if v, ok := frozen[w.UID]; ok {
-			wf := expectationsFinding(c.expectations, env, v)
-			f.RootCause = RootCauseWorkloadExpectationsBlock
-			f.Message = fmt.Sprintf("%s %s/%s is not reconciled (%s finding %s, root cause %s), so nothing refreshes this pod's lifecycle state. Fix the workload first.",
-				w.Kind, w.Namespace, w.Name, ExpectationsUnsatisfiedID, wf.ID, wf.RootCause.ID)
-			f.Evidence = append(f.Evidence, v.signals...)
-			f.Evidence = append(f.Evidence, checks.Evidencef("%s finding %s: %s", ExpectationsUnsatisfiedID, wf.ID, wf.RootCause.ID))
-			for _, fx := range wf.Fixes {
-				if fx.Action == checks.ActionRestartControllerLeader {
-					f.Fixes = append(f.Fixes, fx)
-				}
-			}
-			f.Fixes = append(f.Fixes, requeue)
-			return f
-		}
-	}
-	if w == nil {
-		f.RootCause = RootCausePreNormalReconcileMissed
-		f.Message = "The pod's workload could not be read, so the hook cannot be checked; a requeue of the workload makes the controller look at the pod again."
-		f.Fixes = []report.Fix{requeue}
-		return f
-	}
+// draft is the base draft with the root cause and the rule's evidence added.
+func (sp *stuckPod) draft(rootCause string, evidence ...string) checks.Draft {
+	d := sp.base
+	d.RootCause = rootCause
+	d.Evidence = append(append([]string{}, sp.base.Evidence...), evidence...)
+	return d
+}
 
-	hook := w.Lifecycle.PreNormal
-	// 3. The hook's third party has not acted.
-	if misses := hookMisses(hook, &p.ObjectMeta); len(misses) > 0 {
-		f.RootCause = RootCausePreNormalHookPending
-		f.Message = fmt.Sprintf("%s %s/%s has a preNormal hook that is not satisfied on this pod; kruise waits for the hook controller by design, and that controller has not acted.",
-			w.Kind, w.Namespace, w.Name)
-		f.Evidence = append(f.Evidence, misses...)
-		return f
+// hook is the workload's preNormal hook, nil when it has none or is unknown.
+func (sp *stuckPod) hook() *kruise.LifecycleHook {
+	if sp.w == nil {
+		return nil
 	}
+	return sp.w.Lifecycle.PreNormal
+}
+
+func (sp *stuckPod) cloneSet() bool { return sp.w != nil && sp.w.Kind == kruise.KindCloneSet }
+
+// settledDraft is the draft of a rule after the hook: the evidence says the hook is satisfied,
+// or that there is none.
+func (sp *stuckPod) settledDraft(rootCause string, evidence ...string) checks.Draft {
+	hook := sp.hook()
+	var lines []string
 	if hook != nil {
-		f.Evidence = append(f.Evidence, hookSatisfied(hook, &p.ObjectMeta)...)
+		lines = hookSatisfied(hook, &sp.pod.ObjectMeta)
 	} else {
-		f.Evidence = append(f.Evidence, checks.Evidencef("%s %s/%s has no spec.lifecycle.preNormal hook", w.Kind, w.Namespace, w.Name))
+		lines = []string{checks.Evidencef("%s %s/%s has no spec.lifecycle.preNormal hook", sp.w.Kind, sp.w.Namespace, sp.w.Name)}
 	}
-	cloneSet := w.Kind == kruise.KindCloneSet
+	return sp.draft(rootCause, append(lines, evidence...)...)
+}
 
-	// 4. v1.9.0 never refreshes pods of OnDelete CloneSets.
-	if cloneSet && w.UpdateType == kruise.UpdateOnDelete {
-		if b, ok := env.Affected(knowledge.BugOnDeleteRefresh); ok {
-			f.RootCause = RootCauseOnDeleteRefreshBug
-			f.Message = fmt.Sprintf("kruise-manager %s never refreshes lifecycle states of pods of a CloneSet with updateStrategy.type OnDelete (%s). Switch the CloneSet to another update strategy or run a release with commit 58a5d52fb.",
-				env.Manager.Version, b.Affected)
-			f.Evidence = append(f.Evidence, checks.Evidencef("CloneSet %s/%s has updateStrategy.type OnDelete", w.Namespace, w.Name),
-				checks.Evidencef("kruise-manager %s is in the affected range %s: %s", env.Manager.Version, b.Affected, b.Summary))
-			return f
+// preparingNormalRules are the root causes of a stuck pod, in the order of docs/contract.md,
+// "Checks and root causes": the first that holds names it.
+func preparingNormalRules() []checks.Rule[*pass, *stuckPod] {
+	return []checks.Rule[*pass, *stuckPod]{
+		preNormalControllerDown,
+		preNormalWorkloadFrozen,
+		preNormalWorkloadUnread,
+		preNormalHookPending,
+		preNormalOnDeleteRefresh,
+		preNormalUnscheduled,
+		preNormalEventDropped,
+		preNormalReconcileMissed,
+	}
+}
+
+// preNormalControllerDown: nothing reconciles at all.
+func preNormalControllerDown(p *pass, sp *stuckPod) (checks.Draft, bool) {
+	down, why := p.Unavailable()
+	if !down {
+		return checks.Draft{}, false
+	}
+	d := sp.draft(RootCauseControllerUnavailable, why...)
+	d.Message = "No kruise-manager leader is running, so nothing moves the pod out of PreparingNormal. Bring the manager back."
+	return d, true
+}
+
+// preNormalWorkloadFrozen: the workload itself is not reconciled.
+func preNormalWorkloadFrozen(p *pass, sp *stuckPod) (checks.Draft, bool) {
+	w := sp.w
+	if w == nil {
+		return checks.Draft{}, false
+	}
+	v, ok := p.frozenWorkload(w)
+	if !ok {
+		return checks.Draft{}, false
+	}
+	wf := p.expectationsFinding(v)
+	d := sp.draft(RootCauseWorkloadExpectationsBlock, v.signals...)
+	d.Evidence = append(d.Evidence, checks.Evidencef("%s finding %s: %s", ExpectationsUnsatisfiedID, wf.ID, wf.RootCause.ID))
+	d.Message = fmt.Sprintf("%s %s/%s is not reconciled (%s finding %s, root cause %s), so nothing refreshes this pod's lifecycle state. Fix the workload first.",
+		w.Kind, w.Namespace, w.Name, ExpectationsUnsatisfiedID, wf.ID, wf.RootCause.ID)
+	for _, fx := range wf.Fixes {
+		if fx.Action == checks.ActionRestartControllerLeader {
+			d.Fixes = append(d.Fixes, fx)
 		}
 	}
-	// 5. From v1.9.0 pods without a preNormal hook wait for scheduling.
-	if cloneSet && hook == nil && p.Spec.NodeName == "" {
-		if b, ok := env.Affected(knowledge.BehaviourPreNormalScheduled); ok {
-			f.RootCause = RootCausePodNotScheduled
-			f.Evidence = append(f.Evidence, checks.Evidencef("spec.nodeName is empty; kruise-manager %s (%s): %s", env.Manager.Version, b.Affected, b.Summary))
-			reason := "the pod is not bound to a node"
-			if cond, ok := podCondition(p, corev1.PodScheduled); ok {
-				f.Evidence = append(f.Evidence, checks.Evidencef("condition PodScheduled=%s reason %s: %s", cond.Status, cond.Reason, checks.Truncate(cond.Message, 300)))
-				if cond.Reason != "" {
-					reason = fmt.Sprintf("the scheduler reports %s: %s", cond.Reason, checks.Truncate(cond.Message, 200))
-				}
-			} else {
-				f.Evidence = append(f.Evidence, "the pod has no PodScheduled condition: no scheduler has looked at it (spec.schedulerName "+p.Spec.SchedulerName+")")
-				reason = "no scheduler has looked at it"
-			}
-			f.Message = fmt.Sprintf("kruise-manager %s keeps a pod with no preNormal hook in PreparingNormal until it is scheduled, and %s.", env.Manager.Version, reason)
-			return f
-		}
+	d.Fixes = append(d.Fixes, sp.requeue)
+	return d, true
+}
+
+// preNormalWorkloadUnread: without the workload the hook cannot be checked.
+func preNormalWorkloadUnread(_ *pass, sp *stuckPod) (checks.Draft, bool) {
+	if sp.w != nil {
+		return checks.Draft{}, false
 	}
-	// 6. The known event-filter bug: only the hook's finalizers are filtered.
-	if cloneSet && hook != nil && len(hook.FinalizersHandler) > 0 {
-		if b, ok := env.Affected(knowledge.BugPreNormalEventDropped); ok {
-			f.RootCause = RootCausePreNormalEventDropped
-			f.Fixes = []report.Fix{requeue}
-			f.References = b.Reference
-			f.Evidence = append(f.Evidence,
-				checks.Evidencef("kruise-manager %s is in the affected range %s of openkruise/kruise#2057", env.Manager.Version, b.Affected),
-				env.Manager.Gates.Describe(b.Gate))
-			f.Message = fmt.Sprintf("The preNormal hook is satisfied, but kruise-manager %s with %s on ignores the pod event that added the hook's finalizer, so no reconcile moves the pod to Normal. Requeue the CloneSet now; upgrade to %s or turn the gate off to stop it recurring.",
-				env.Manager.Version, b.Gate, b.Affected.Fixed)
-			return f
-		}
+	d := sp.draft(RootCausePreNormalReconcileMissed)
+	d.Message = "The pod's workload could not be read, so the hook cannot be checked; a requeue of the workload makes the controller look at the pod again."
+	d.Fixes = []report.Fix{sp.requeue}
+	return d, true
+}
+
+// preNormalHookPending: the hook's third party has not acted.
+func preNormalHookPending(_ *pass, sp *stuckPod) (checks.Draft, bool) {
+	misses := hookMisses(sp.hook(), &sp.pod.ObjectMeta)
+	if len(misses) == 0 {
+		return checks.Draft{}, false
 	}
-	// 7. Nothing known explains it.
-	f.RootCause = RootCausePreNormalReconcileMissed
-	f.Fixes = []report.Fix{requeue}
-	if b, ok := knowledge.LookupBug(knowledge.BugPreNormalEventDropped); ok && cloneSet {
+	d := sp.draft(RootCausePreNormalHookPending, misses...)
+	d.Message = fmt.Sprintf("%s %s/%s has a preNormal hook that is not satisfied on this pod; kruise waits for the hook controller by design, and that controller has not acted.",
+		sp.w.Kind, sp.w.Namespace, sp.w.Name)
+	return d, true
+}
+
+// preNormalOnDeleteRefresh: v1.9.0 never refreshes pods of OnDelete CloneSets.
+func preNormalOnDeleteRefresh(p *pass, sp *stuckPod) (checks.Draft, bool) {
+	if !sp.cloneSet() || sp.w.UpdateType != kruise.UpdateOnDelete {
+		return checks.Draft{}, false
+	}
+	b, ok := p.Affected(knowledge.BugOnDeleteRefresh)
+	if !ok {
+		return checks.Draft{}, false
+	}
+	d := sp.settledDraft(RootCauseOnDeleteRefreshBug,
+		checks.Evidencef("CloneSet %s/%s has updateStrategy.type OnDelete", sp.w.Namespace, sp.w.Name),
+		checks.Evidencef("kruise-manager %s is in the affected range %s: %s", p.Manager.Version, b.Affected, b.Summary))
+	d.Message = fmt.Sprintf("kruise-manager %s never refreshes lifecycle states of pods of a CloneSet with updateStrategy.type OnDelete (%s). Switch the CloneSet to another update strategy or run a release with commit 58a5d52fb.",
+		p.Manager.Version, b.Affected)
+	return d, true
+}
+
+// preNormalUnscheduled: from v1.9.0 pods without a preNormal hook wait for scheduling.
+func preNormalUnscheduled(p *pass, sp *stuckPod) (checks.Draft, bool) {
+	pod := sp.pod
+	if !sp.cloneSet() || sp.hook() != nil || pod.Spec.NodeName != "" {
+		return checks.Draft{}, false
+	}
+	b, ok := p.Affected(knowledge.BehaviourPreNormalScheduled)
+	if !ok {
+		return checks.Draft{}, false
+	}
+	d := sp.settledDraft(RootCausePodNotScheduled,
+		checks.Evidencef("spec.nodeName is empty; kruise-manager %s (%s): %s", p.Manager.Version, b.Affected, b.Summary))
+	reason := "the pod is not bound to a node"
+	if cond, ok := podCondition(pod, corev1.PodScheduled); ok {
+		d.Evidence = append(d.Evidence, checks.Evidencef("condition PodScheduled=%s reason %s: %s", cond.Status, cond.Reason, checks.Truncate(cond.Message, 300)))
+		if cond.Reason != "" {
+			reason = fmt.Sprintf("the scheduler reports %s: %s", cond.Reason, checks.Truncate(cond.Message, 200))
+		}
+	} else {
+		d.Evidence = append(d.Evidence, "the pod has no PodScheduled condition: no scheduler has looked at it (spec.schedulerName "+pod.Spec.SchedulerName+")")
+		reason = "no scheduler has looked at it"
+	}
+	d.Message = fmt.Sprintf("kruise-manager %s keeps a pod with no preNormal hook in PreparingNormal until it is scheduled, and %s.", p.Manager.Version, reason)
+	return d, true
+}
+
+// preNormalEventDropped: the known event-filter bug, in which only the hook's finalizers are
+// filtered.
+func preNormalEventDropped(p *pass, sp *stuckPod) (checks.Draft, bool) {
+	hook := sp.hook()
+	if !sp.cloneSet() || hook == nil || len(hook.FinalizersHandler) == 0 {
+		return checks.Draft{}, false
+	}
+	b, ok := p.Affected(knowledge.BugPreNormalEventDropped)
+	if !ok {
+		return checks.Draft{}, false
+	}
+	d := sp.settledDraft(RootCausePreNormalEventDropped,
+		checks.Evidencef("kruise-manager %s is in the affected range %s of openkruise/kruise#2057", p.Manager.Version, b.Affected),
+		p.Manager.Gates.Describe(b.Gate))
+	d.Fixes = []report.Fix{sp.requeue}
+	d.References = b.Reference
+	d.Message = fmt.Sprintf("The preNormal hook is satisfied, but kruise-manager %s with %s on ignores the pod event that added the hook's finalizer, so no reconcile moves the pod to Normal. Requeue the CloneSet now; upgrade to %s or turn the gate off to stop it recurring.",
+		p.Manager.Version, b.Gate, b.Affected.Fixed)
+	return d, true
+}
+
+// preNormalReconcileMissed: nothing known explains it; it always holds.
+func preNormalReconcileMissed(p *pass, sp *stuckPod) (checks.Draft, bool) {
+	d := sp.settledDraft(RootCausePreNormalReconcileMissed)
+	d.Fixes = []report.Fix{sp.requeue}
+	if b, ok := knowledge.LookupBug(knowledge.BugPreNormalEventDropped); ok && sp.cloneSet() {
+		hook := sp.hook()
 		switch {
-		case !env.VersionKnown():
-			f.Evidence = append(f.Evidence, "openkruise/kruise#2057 cannot be ruled out: the kruise-manager version is unknown")
+		case !p.VersionKnown():
+			d.Evidence = append(d.Evidence, "openkruise/kruise#2057 cannot be ruled out: the kruise-manager version is unknown")
 		case hook == nil || len(hook.FinalizersHandler) == 0:
-			f.Evidence = append(f.Evidence, "openkruise/kruise#2057 does not apply: the preNormal hook has no finalizer")
+			d.Evidence = append(d.Evidence, "openkruise/kruise#2057 does not apply: the preNormal hook has no finalizer")
 		default:
-			f.Evidence = append(f.Evidence, checks.Evidencef("openkruise/kruise#2057 does not apply: kruise-manager %s (affected %s), %s",
-				env.Manager.Version, b.Affected, env.Manager.Gates.Describe(b.Gate)))
+			d.Evidence = append(d.Evidence, checks.Evidencef("openkruise/kruise#2057 does not apply: kruise-manager %s (affected %s), %s",
+				p.Manager.Version, b.Affected, p.Manager.Gates.Describe(b.Gate)))
 		}
 	}
-	f.Message = "Everything the pod waits for is in place and the manager is up, but no reconcile moved it to Normal. Requeue the workload so the controller reconciles it."
-	return f
+	d.Message = "Everything the pod waits for is in place and the manager is up, but no reconcile moved it to Normal. Requeue the workload so the controller reconciles it."
+	return d, true
 }

@@ -17,42 +17,66 @@ import (
 // (realControl.Scale): nothing when every difference between pods and spec is one it keeps by
 // design. Each line names the step and the pods.
 func pendingScale(w *kruise.Workload, pods []scalePod, c scaleCounts) []string {
-	var out []string
-	preDelete := w.Lifecycle.PreDelete
-	// managePreparingDelete: short of replicas, a pod in PreparingDelete that was not chosen by
-	// name goes back to PreparingNormal, unless a hook marks pods not ready.
-	if !markPodNotReady(w) {
-		diff := c.replicas - c.pods + c.plannedDeletions
-		for _, p := range pods {
-			if diff <= 0 {
-				break
-			}
-			if p.preDeleting && !p.specified {
-				out = append(out, fmt.Sprintf("pod %s is PreparingDelete while the CloneSet is short of replicas: the controller moves it back to PreparingNormal", p.meta.Name))
-				diff--
-			}
-		}
-		if len(out) > 0 {
+	for _, step := range []scaleStep{preparingDeleteReverted, podsCreated, preDeleteReleased, chosenDeleted, scaledIn} {
+		if out, last := step(w, pods, c); last {
 			return out
 		}
 	}
-	if c.scaleUp > 0 {
-		if c.scaleUpLimit > 0 {
-			out = append(out, fmt.Sprintf("%d pods to create (spec.replicas %d + surge %d, %d pods counted%s)", c.scaleUpLimit, c.replicas, c.useSurge,
-				c.pods-excluded(c), excludedNote(c)))
-		}
-		// scaleUpLimit 0: scaleStrategy.maxUnavailable holds creation back by design (ScaleUpLimited).
-		return out
+	return nil
+}
+
+// scaleStep is one step of Scale: what it changes, and whether Scale returns after it (it does
+// after any step that acts, and after scaling up even when creation is held back).
+type scaleStep func(w *kruise.Workload, pods []scalePod, c scaleCounts) (changes []string, last bool)
+
+// preparingDeleteReverted is managePreparingDelete: short of replicas, a pod in PreparingDelete
+// that was not chosen by name goes back to PreparingNormal, unless a hook marks pods not ready.
+func preparingDeleteReverted(w *kruise.Workload, pods []scalePod, c scaleCounts) ([]string, bool) {
+	if markPodNotReady(w) {
+		return nil, false
 	}
-	// A pod in PreparingDelete is deleted once its preDelete hook no longer holds it (deletePods).
+	var out []string
+	diff := c.replicas - c.pods + c.plannedDeletions
 	for _, p := range pods {
-		if p.preDeleting && !hooked(preDelete, p.meta) {
+		if diff <= 0 {
+			break
+		}
+		if p.preDeleting && !p.specified {
+			out = append(out, fmt.Sprintf("pod %s is PreparingDelete while the CloneSet is short of replicas: the controller moves it back to PreparingNormal", p.meta.Name))
+			diff--
+		}
+	}
+	return out, len(out) > 0
+}
+
+// podsCreated: pods to create. With scaleUpLimit 0, scaleStrategy.maxUnavailable holds creation
+// back by design (ScaleUpLimited).
+func podsCreated(_ *kruise.Workload, _ []scalePod, c scaleCounts) ([]string, bool) {
+	if c.scaleUp <= 0 {
+		return nil, false
+	}
+	if c.scaleUpLimit <= 0 {
+		return nil, true
+	}
+	return []string{fmt.Sprintf("%d pods to create (spec.replicas %d + surge %d, %d pods counted%s)", c.scaleUpLimit, c.replicas, c.useSurge,
+		c.pods-excluded(c), excludedNote(c))}, true
+}
+
+// preDeleteReleased: a pod in PreparingDelete is deleted once its preDelete hook no longer holds
+// it (deletePods).
+func preDeleteReleased(w *kruise.Workload, pods []scalePod, _ scaleCounts) ([]string, bool) {
+	var out []string
+	for _, p := range pods {
+		if p.preDeleting && !kruise.PodHooked(w.Lifecycle.PreDelete, p.meta) {
 			out = append(out, fmt.Sprintf("pod %s is PreparingDelete and its preDelete hook no longer holds it: the controller deletes it", p.meta.Name))
 		}
 	}
-	if len(out) > 0 {
-		return out
-	}
+	return out, len(out) > 0
+}
+
+// chosenDeleted: pods chosen for deletion go, the ready ones within deleteReadyLimit.
+func chosenDeleted(w *kruise.Workload, pods []scalePod, c scaleCounts) ([]string, bool) {
+	var out []string
 	limit := c.deleteReadyLimit
 	for _, p := range pods {
 		if !p.specified || p.preDeleting {
@@ -62,25 +86,28 @@ func pendingScale(w *kruise.Workload, pods []scalePod, c scaleCounts) []string {
 			if p.ready {
 				limit--
 			}
-			out = append(out, fmt.Sprintf("pod %s is chosen for deletion (%s): the controller %s", p.meta.Name, specifiedHow(p.meta), deleteVerb(preDelete, p.meta)))
+			out = append(out, fmt.Sprintf("pod %s is chosen for deletion (%s): the controller %s", p.meta.Name, specifiedHow(p.meta), deleteVerb(w.Lifecycle.PreDelete, p.meta)))
 		}
 	}
-	if len(out) > 0 {
-		return out
+	return out, len(out) > 0
+}
+
+// scaledIn: scale in, which waits while any pod is chosen for deletion or PreparingDelete. No
+// pod was chosen for deletion in the step before, so deleteReadyLimit is whole.
+func scaledIn(_ *kruise.Workload, pods []scalePod, c scaleCounts) ([]string, bool) {
+	if c.scaleDown <= 0 || c.plannedDeletions != 0 {
+		return nil, false
 	}
-	// Scale in waits while any pod is chosen for deletion or PreparingDelete.
-	if c.scaleDown > 0 && c.plannedDeletions == 0 {
-		notReady := 0
-		for _, p := range pods {
-			if !p.ready {
-				notReady++
-			}
-		}
-		if n := min(c.scaleDown, notReady+limit); n > 0 {
-			out = append(out, fmt.Sprintf("%d pods to remove (%d pods counted for spec.replicas %d)", n, c.pods-excluded(c), c.replicas))
+	notReady := 0
+	for _, p := range pods {
+		if !p.ready {
+			notReady++
 		}
 	}
-	return out
+	if n := min(c.scaleDown, notReady+c.deleteReadyLimit); n > 0 {
+		return []string{fmt.Sprintf("%d pods to remove (%d pods counted for spec.replicas %d)", n, c.pods-excluded(c), c.replicas)}, true
+	}
+	return nil, false
 }
 
 func excluded(c scaleCounts) int {
@@ -104,24 +131,6 @@ func markPodNotReady(w *kruise.Workload) bool {
 		(w.Lifecycle.InPlaceUpdate != nil && w.Lifecycle.InPlaceUpdate.MarkPodNotReady)
 }
 
-// hooked is IsPodHooked: any of the hook's finalizers on the pod, or any of its labels equal.
-func hooked(h *kruise.LifecycleHook, p *metav1.ObjectMeta) bool {
-	if h == nil {
-		return false
-	}
-	for _, f := range h.FinalizersHandler {
-		if slices.Contains(p.Finalizers, f) {
-			return true
-		}
-	}
-	for k, v := range h.LabelsHandler {
-		if p.Labels[k] == v {
-			return true
-		}
-	}
-	return false
-}
-
 func specifiedHow(p *metav1.ObjectMeta) string {
 	if _, ok := p.Labels[kruise.LabelSpecifiedDelete]; ok {
 		return "label " + kruise.LabelSpecifiedDelete
@@ -130,7 +139,7 @@ func specifiedHow(p *metav1.ObjectMeta) string {
 }
 
 func deleteVerb(h *kruise.LifecycleHook, p *metav1.ObjectMeta) string {
-	if hooked(h, p) {
+	if kruise.PodHooked(h, p) {
 		return "moves it to PreparingDelete"
 	}
 	return "deletes it"

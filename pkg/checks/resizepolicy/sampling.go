@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/internal/kruiseenv"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
@@ -143,7 +142,7 @@ func inPlaceWorkloads(s *snapshot.Snapshot) []*kruise.Workload {
 
 // ownedPods returns the pods whose controller is w and whose labels match w's selector.
 func ownedPods(s *snapshot.Snapshot, w *kruise.Workload) []*metav1.ObjectMeta {
-	return kruiseenv.OwnedPods(s, w)
+	return s.OwnedPods(w)
 }
 
 // revisionLabel is the label every kruise workload puts on its pods (apps/v1 ControllerRevisionHashLabelKey).

@@ -35,7 +35,7 @@ func refusedCreates(s *snapshot.Snapshot, r *rollout) refusal {
 		return refusal{}
 	}
 	since := w.CreationTimestamp.Time
-	for _, p := range kruiseenv.OwnedPods(s, w) {
+	for _, p := range s.OwnedPods(w) {
 		if p.CreationTimestamp.After(since) {
 			since = p.CreationTimestamp.Time
 		}

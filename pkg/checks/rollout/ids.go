@@ -8,8 +8,8 @@ import (
 // ID is the check that finds rollouts making no progress.
 const ID = "rollout-stalled"
 
-// Root causes of rollout-stalled, in the order a workload's pods are judged: the first that
-// holds for one of its pods names the finding.
+// Root causes of rollout-stalled. Those a workload's pods show are judged in the order of
+// podCauses: the first that holds for one of its pods names the finding.
 const (
 	RootCauseInPlaceHookPending      = "inplace-update-hook-pending"
 	RootCausePodsUnschedulable       = "pods-unschedulable"
@@ -43,14 +43,4 @@ func rootCauses() []checks.RootCause {
 		{ID: RootCauseSidecarSetInFlight, Severity: report.SeverityError, Actions: []string{checks.ActionRestartControllerLeader}},
 		{ID: RootCauseSidecarSetStalled, Severity: report.SeverityWarning},
 	}
-}
-
-// rank orders pod causes: a lower rank names the finding.
-func rank(cause string) int {
-	for i, rc := range rootCauses() {
-		if rc.ID == cause {
-			return i
-		}
-	}
-	return len(rootCauses())
 }

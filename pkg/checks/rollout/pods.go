@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -50,7 +49,7 @@ type verdict struct {
 // waits on its hook before anything else (cloneset_update.go updatePod, kruise v1.9.0); then
 // the kubelet's side in the order a pod meets it (scheduling, image, in-place completion,
 // start, readiness).
-func judgePod(w *kruise.Workload, p *corev1.Pod, env *podEnv) *verdict {
+func judgePod(ps *pass, w *kruise.Workload, p *corev1.Pod) *verdict {
 	name := "pod " + p.Name
 	state := p.Labels[kruise.LabelLifecycleState]
 	_, specified := p.Labels[kruise.LabelSpecifiedDelete]
@@ -60,21 +59,21 @@ func judgePod(w *kruise.Workload, p *corev1.Pod, env *podEnv) *verdict {
 		return nil
 	case p.DeletionTimestamp != nil:
 		return &verdict{cause: RootCauseBlockedByStuckPod, block: podBlock(p),
-			line: checks.Evidencef("%s is Terminating (deleted %s ago); stuck-terminating judges it", name, checks.Age(env.now, p.DeletionTimestamp.Time))}
+			line: checks.Evidencef("%s is Terminating (deleted %s ago); stuck-terminating judges it", name, checks.Age(ps.Snapshot.Now, p.DeletionTimestamp.Time))}
 	case state == kruise.StatePreparingUpdate:
 		if held := hooked(w.Lifecycle.InPlaceUpdate, p); len(held) > 0 {
 			return &verdict{cause: RootCauseInPlaceHookPending,
-				line: checks.Evidencef("%s is PreparingUpdate since %s ago, held by the inPlaceUpdate hook's %s", name, stateAge(env.now, p), strings.Join(held, ", "))}
+				line: checks.Evidencef("%s is PreparingUpdate since %s ago, held by the inPlaceUpdate hook's %s", name, stateAge(ps.Snapshot.Now, p), strings.Join(held, ", "))}
 		}
 	}
-	v := kubeletVerdict(p, env)
+	v := kubeletVerdict(ps, p)
 	if state == kruise.StatePreparingNormal {
 		// stuck-preparing-normal owns the pod; the rollout still names what the kubelet or the
 		// scheduler reports, but a pod merely not Ready (KruisePodReady follows the lifecycle
 		// state) is that check's story alone.
 		if v == nil || v.cause == RootCausePodsNotReady {
 			v = &verdict{cause: RootCauseBlockedByStuckPod,
-				line: checks.Evidencef("%s is PreparingNormal since %s ago; stuck-preparing-normal judges it", name, stateAge(env.now, p))}
+				line: checks.Evidencef("%s is PreparingNormal since %s ago; stuck-preparing-normal judges it", name, stateAge(ps.Snapshot.Now, p))}
 		}
 		v.block = podBlock(p)
 	}
@@ -82,11 +81,11 @@ func judgePod(w *kruise.Workload, p *corev1.Pod, env *podEnv) *verdict {
 }
 
 // kubeletVerdict judges what the scheduler and kubelet report about the pod.
-func kubeletVerdict(p *corev1.Pod, env *podEnv) *verdict {
+func kubeletVerdict(ps *pass, p *corev1.Pod) *verdict {
 	name := "pod " + p.Name
 	if c := condition(p, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
 		return &verdict{cause: RootCausePodsUnschedulable,
-			line: checks.Evidencef("%s is Pending: PodScheduled=False reason Unschedulable for %s: %s", name, checks.Age(env.now, c.LastTransitionTime.Time), checks.Truncate(c.Message, 300))}
+			line: checks.Evidencef("%s is Pending: PodScheduled=False reason Unschedulable for %s: %s", name, checks.Age(ps.Snapshot.Now, c.LastTransitionTime.Time), checks.Truncate(c.Message, 300))}
 	}
 	state, inPlace := readInPlaceState(p)
 	for _, cs := range p.Status.ContainerStatuses {
@@ -103,7 +102,7 @@ func kubeletVerdict(p *corev1.Pod, env *podEnv) *verdict {
 	// inplace_update_defaults.go, kruise v1.9.0): the lifecycle state Updating, which kruise keeps
 	// until the update completed (refreshPodState, cloneset_update.go), says it has not.
 	if inPlace && (!conditionTrue(p, kruise.ConditionInPlaceReady) || p.Labels[kruise.LabelLifecycleState] == kruise.StateUpdating) {
-		return inPlaceVerdict(p, state, env)
+		return inPlaceVerdict(ps, p, state)
 	}
 	for _, cs := range p.Status.ContainerStatuses {
 		if wt := cs.State.Waiting; wt != nil && wt.Reason == "CrashLoopBackOff" {
@@ -139,9 +138,9 @@ func kubeletVerdict(p *corev1.Pod, env *podEnv) *verdict {
 // defaultCheckContainersInPlaceUpdateCompleted, pkg/util/inplaceupdate, kruise v1.9.0): a resize
 // the kubelet does not apply, env from metadata that waits on kruise-daemon's
 // runtime-containers-meta, or containers still on the old image.
-func inPlaceVerdict(p *corev1.Pod, state inPlaceState, env *podEnv) *verdict {
+func inPlaceVerdict(ps *pass, p *corev1.Pod, state inPlaceState) *verdict {
 	name := "pod " + p.Name
-	since := "since " + stateAge(env.now, p) + " ago"
+	since := "since " + stateAge(ps.Snapshot.Now, p) + " ago"
 	if c := condition(p, conditionResizePending); c != nil && c.Status == corev1.ConditionTrue {
 		return &verdict{cause: RootCauseInPlaceResizePending,
 			line: checks.Evidencef("%s in-place update %s waits on a resize: PodResizePending reason %s: %s", name, since, c.Reason, checks.Truncate(c.Message, 200))}
@@ -149,7 +148,7 @@ func inPlaceVerdict(p *corev1.Pod, state inPlaceState, env *podEnv) *verdict {
 	if state.UpdateEnvFromMetadata && p.Annotations[annotationRuntimeMeta] == "" {
 		return &verdict{cause: RootCauseInPlaceDaemonMissing,
 			line: checks.Evidencef("%s in-place update %s changes env from metadata and waits for kruise-daemon on node %s, but the pod has no %s annotation; %s",
-				name, since, p.Spec.NodeName, annotationRuntimeMeta, env.daemon.line(p.Spec.NodeName))}
+				name, since, p.Spec.NodeName, annotationRuntimeMeta, ps.daemon.line(p.Spec.NodeName))}
 	}
 	var old []string
 	for _, cs := range p.Status.ContainerStatuses {
@@ -188,26 +187,15 @@ func readInPlaceState(p *corev1.Pod) (inPlaceState, bool) {
 }
 
 // hooked lists what of the hook is still on the pod: the controller leaves PreparingUpdate
-// only when none is (lifecycle.IsPodHooked, pkg/util/lifecycle/lifecycle_utils.go).
+// only when none is (kruise.PodHooked).
 func hooked(h *kruise.LifecycleHook, p *corev1.Pod) []string {
-	if h == nil {
-		return nil
-	}
+	held := kruise.HookHeld(h, p)
 	var out []string
-	for _, f := range h.FinalizersHandler {
-		if slices.Contains(p.Finalizers, f) {
-			out = append(out, "finalizer "+f)
-		}
+	for _, f := range held.Finalizers {
+		out = append(out, "finalizer "+f)
 	}
-	keys := make([]string, 0, len(h.LabelsHandler))
-	for k := range h.LabelsHandler {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if p.Labels[k] == h.LabelsHandler[k] {
-			out = append(out, fmt.Sprintf("label %s=%s", k, h.LabelsHandler[k]))
-		}
+	for _, k := range held.Labels {
+		out = append(out, fmt.Sprintf("label %s=%s", k, h.LabelsHandler[k]))
 	}
 	return out
 }
@@ -235,12 +223,9 @@ func specImage(p *corev1.Pod, container string) string {
 	return ""
 }
 
-// stateAge is how long the pod has been in its lifecycle state, from kruise's timestamp.
+// stateAge is how long the pod has been in its lifecycle state (kruise.StateSince).
 func stateAge(now time.Time, p *corev1.Pod) string {
-	t, err := time.Parse(time.RFC3339, p.Annotations[kruise.AnnotationLifecycleTime])
-	if err != nil {
-		t = p.CreationTimestamp.Time
-	}
+	t, _ := kruise.StateSince(p)
 	return checks.Age(now, t)
 }
 

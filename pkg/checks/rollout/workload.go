@@ -7,7 +7,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/internal/kruiseenv"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
@@ -94,7 +93,7 @@ func stalledRollout(s *snapshot.Snapshot, w *kruise.Workload) (*rollout, bool) {
 // to it, most recent activity first.
 func waitedOn(s *snapshot.Snapshot, w *kruise.Workload, update string) []*metav1.ObjectMeta {
 	var out []*metav1.ObjectMeta
-	for _, p := range kruiseenv.OwnedPods(s, w) {
+	for _, p := range s.OwnedPods(w) {
 		if p.Labels[revisionLabel] == update || p.Labels[kruise.LabelLifecycleState] == kruise.StatePreparingUpdate {
 			out = append(out, p)
 		}
@@ -112,7 +111,7 @@ func waitedOn(s *snapshot.Snapshot, w *kruise.Workload, update string) []*metav1
 // activity is the last change a pod's metadata shows: its creation or its lifecycle state.
 func activity(p *metav1.ObjectMeta) time.Time {
 	t := p.CreationTimestamp.Time
-	if lt, err := time.Parse(time.RFC3339, p.Annotations[kruise.AnnotationLifecycleTime]); err == nil && lt.After(t) {
+	if lt, stamped := kruise.StateSince(p); stamped && lt.After(t) {
 		t = lt
 	}
 	return t

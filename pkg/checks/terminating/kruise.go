@@ -14,16 +14,15 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
-// lifecycleSince is when a pod entered its current OpenKruise lifecycle state.
+// lifecycleSince is when a pod entered PreparingDelete, as OpenKruise stamped it (kruise.StateSince).
 func lifecycleSince(p *corev1.Pod) (time.Time, bool) {
 	if p.Labels[kruise.LabelLifecycleState] != kruise.StatePreparingDelete {
 		return time.Time{}, false
 	}
-	t, err := time.Parse(time.RFC3339, p.Annotations[kruise.AnnotationLifecycleTime])
-	if err != nil {
-		return time.Time{}, false
+	if t, stamped := kruise.StateSince(p); stamped {
+		return t, true
 	}
-	return t, true
+	return time.Time{}, false
 }
 
 // kruisePreDelete reports a pod held in PreparingDelete by its workload's preDelete hook.
