@@ -34,7 +34,7 @@ func (o *FixOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
-	steps, results := fix.Plan(o.cat, rep.Findings, fix.Selection{IDs: o.IDs, Check: o.Check, Action: o.Action})
+	steps, results := fix.Select(o.cat, rep.Findings, fix.Selection{IDs: o.IDs, Check: o.Check, Action: o.Action})
 
 	// With -o json stdout carries only the results document; the plan goes to stderr.
 	planOut := o.Out

@@ -76,12 +76,12 @@ type Step struct {
 	Change string            `json:"change"`
 	Risk   report.Risk       `json:"risk"`
 	Params map[string]string `json:"params,omitempty"`
-	// Hazard, when set, says why the step is high risk and applied only when the user names its
-	// action (--action); Plan refuses it otherwise, with Hazard as the reason.
+	// Hazard, when set, says why the step is high risk and applied only when the user chooses its
+	// action (--action); Select refuses it otherwise, with Hazard as the reason.
 	Hazard string `json:"hazard,omitempty"`
-	// Named says the user named the step's action, accepting its Hazard; an action's Apply
-	// re-checks its hazard on fresh reads unless Named.
-	Named bool `json:"-"`
+	// HazardAccepted says the user chose the step's action (--action), accepting its Hazard; an
+	// action's Apply re-checks its hazard on fresh reads unless it was accepted.
+	HazardAccepted bool `json:"-"`
 	// Findings are the findings this step resolves, in plan order.
 	Findings []report.Finding `json:"-"`
 }

@@ -37,7 +37,7 @@ func bgDeployment(t *testing.T, c *testcluster.Cluster) {
 		if err != nil {
 			t.Fatalf("scan: %v", err)
 		}
-		steps, refused := fix.Plan(fix.NewCatalog(), rep.Findings, fix.Selection{})
+		steps, refused := fix.Select(fix.NewCatalog(), rep.Findings, fix.Selection{})
 		if len(refused) > 0 {
 			t.Fatalf("plan refused %+v", refused)
 		}

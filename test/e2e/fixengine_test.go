@@ -121,7 +121,7 @@ func (fx *engineFixture) plan(t *testing.T, ns string) []*fix.Step {
 			mine = append(mine, f)
 		}
 	}
-	steps, refused := fix.Plan(fx.cat, mine, fix.Selection{})
+	steps, refused := fix.Select(fx.cat, mine, fix.Selection{})
 	if len(refused) > 0 {
 		t.Fatalf("plan refused %+v", refused)
 	}

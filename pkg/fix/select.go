@@ -7,18 +7,18 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
-// Plan turns the selected findings into steps. A finding contributes every fix that has the
+// Select turns the selected findings into steps, without reading the cluster. A finding contributes every fix that has the
 // selected action (the first fix's action unless sel.Action is set), so a finding proposing to
 // remove two finalizers has both removed. Findings the user named that cannot be planned (no
 // such ID, no fix, not that action, a fix that cannot be applied as proposed) come back as
 // refused results; unnamed findings without the action are simply not selected. A step with a
 // Hazard is refused, with the hazard as the reason, unless sel.Action names its action.
-func Plan(cat *Catalog, findings []report.Finding, sel Selection) ([]*Step, []Result) {
-	named := map[string]bool{}
+func Select(cat *Catalog, findings []report.Finding, sel Selection) ([]*Step, []Result) {
+	given := map[string]bool{}
 	for _, id := range sel.IDs {
-		named[id] = true
+		given[id] = true
 	}
-	viaRoot := rootsOfChains(findings, named)
+	named, viaRoot := rootsOfChains(findings, given)
 	byID := map[string]bool{}
 	var steps []*Step
 	var refused []Result
@@ -43,14 +43,14 @@ func Plan(cat *Catalog, findings []report.Finding, sel Selection) ([]*Step, []Re
 			continue
 		}
 		for _, fx := range fixes {
-			step, a, err := planFix(cat, f, fx)
+			step, a, err := stepOf(cat, f, fx)
 			if err != nil {
 				refused = append(refused, findingResult(f, fx.Action, err.Error()))
 				continue
 			}
 			key := stepKey(step, a)
-			step.Named = sel.Action == step.Action
-			if step.Hazard != "" && !step.Named {
+			step.HazardAccepted = sel.Action == step.Action
+			if step.Hazard != "" && !step.HazardAccepted {
 				if i, ok := held[key]; ok {
 					refused[i].Findings = append(refused[i].Findings, f.ID)
 					continue
@@ -80,15 +80,20 @@ func Plan(cat *Catalog, findings []report.Finding, sel Selection) ([]*Step, []Re
 // rootsOfChains names, for each named finding that waits on stuck objects (blockedBy) and offers
 // no fix of its own, the findings of those objects that carry fixes instead: the root of a chain
 // (the findings above it carry none), or each of several objects waited on side by side. Fixing
-// the finding so applies their fixes with their own guards. It returns the findings so redirected.
-func rootsOfChains(findings []report.Finding, named map[string]bool) map[string]bool {
+// the finding so applies their fixes with their own guards. It returns, as new maps, the named
+// findings with those roots added, and the findings so redirected; given is left as it was.
+func rootsOfChains(findings []report.Finding, given map[string]bool) (named, via map[string]bool) {
 	fixable := map[string]bool{}
 	for _, f := range findings {
 		fixable[f.ID] = len(f.Fixes) > 0
 	}
-	via := map[string]bool{}
+	named = make(map[string]bool, len(given))
+	for id, ok := range given {
+		named[id] = ok
+	}
+	via = map[string]bool{}
 	for _, f := range findings {
-		if !named[f.ID] || len(f.Fixes) > 0 {
+		if !given[f.ID] || len(f.Fixes) > 0 {
 			continue
 		}
 		for _, b := range f.BlockedBy {
@@ -97,7 +102,7 @@ func rootsOfChains(findings []report.Finding, named map[string]bool) map[string]
 			}
 		}
 	}
-	return via
+	return named, via
 }
 
 // chooseFixes returns the finding's fixes with the selected action, or why there are none.
@@ -122,13 +127,13 @@ func chooseFixes(f report.Finding, action string) ([]report.Fix, string) {
 	return out, ""
 }
 
-// planFix validates one fix against its action and builds its step.
-func planFix(cat *Catalog, f report.Finding, fx report.Fix) (*Step, Action, error) {
+// stepOf validates one fix against its action and builds its step.
+func stepOf(cat *Catalog, f report.Finding, fx report.Fix) (*Step, Action, error) {
 	a, ok := cat.Lookup(fx.Action)
 	if !ok {
 		return nil, nil, fmt.Errorf("unknown action %q: this build cannot apply it", fx.Action)
 	}
-	step, err := a.Plan(f, fx)
+	step, err := a.Step(f, fx)
 	if err != nil {
 		return nil, nil, err
 	}
