@@ -66,7 +66,7 @@ func (a *AutoFixer) Fix(ctx context.Context, r *report.Report) []fix.Result {
 			OneWave:   true,
 			OnWarning: func(msg string) { a.Log.Warn("auto-fix", slog.String("warning", msg)) },
 		})
-		results = append(results, e.Run(ctx, steps)...)
+		results = append(results, e.Run(ctx, fix.Prepare(ctx, a.Clients, a.Catalog, steps, ""))...)
 	}
 	for _, res := range results {
 		a.Metrics.CountFix(res.Action, string(res.Status))

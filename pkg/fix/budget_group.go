@@ -13,7 +13,8 @@ import (
 )
 
 // Group is the steps of one plan that take serving pods away from one workload. The engine
-// applies them in waves within the workload's budget; the plan shows them.
+// applies them in waves within the workload's budget; the plan shows them. A plan's groups are
+// what was read when it was prepared: the engine re-reads each wave into a copy of its own.
 type Group struct {
 	Budget Budget
 	// ActionChosen is true when the user chose the action (--action): a workload whose budget
@@ -62,13 +63,10 @@ func takesServingPod(cat *Catalog, s *Step) bool {
 	return ok && a.Doc().TakesServingPod
 }
 
-// PlanBudgets reads, for the steps that take serving pods away, each pod's owning workload and
+// readBudgets reads, for the steps that take serving pods away, each pod's owning workload and
 // its budget, and groups the steps by workload in plan order. action is the action the user
 // chose (--action), which lifts the refusal of workloads whose budget allows no pod.
-func PlanBudgets(ctx context.Context, c Clients, cat *Catalog, steps []*Step, action string) []*Group {
-	if cat == nil {
-		cat = NewCatalog()
-	}
+func readBudgets(ctx context.Context, c Clients, cat *Catalog, steps []*Step, action string) []*Group {
 	r := budgetReader{c: c}
 	var groups []*Group
 	byWorkload := map[string]*Group{}

@@ -1,5 +1,7 @@
-// Package fix applies the fix actions that findings propose: select -> plan -> confirm -> per
-// action: re-check -> precondition -> write -> verify -> record.
+// Package fix applies the fix actions that findings propose: select (Select) -> plan (Prepare,
+// which reads the budgets once) -> confirm -> Engine.Run of the plan (Refresh first when a prompt
+// may have waited), per action: re-check -> precondition -> write -> verify -> record. Run leaves
+// the plan as it was; what it reads while running is its own.
 //
 // Every write is preceded by a fresh re-check of the finding and a fresh read of the object, and
 // carries a precondition the apiserver enforces (a JSON-patch test, a UID or resourceVersion

@@ -34,6 +34,7 @@ type WaveWaiting struct {
 
 // wave tracks one group while the engine runs it.
 type wave struct {
+	// g is the run's own copy of the plan's group, which each read of the wave refreshes.
 	g       *Group
 	pending []*Step
 	taken   map[types.UID]bool
@@ -71,7 +72,8 @@ func (e *Engine) runWaves(ctx context.Context, groups []*Group, apply func(s *St
 			}
 			continue
 		}
-		ws = append(ws, &wave{g: g, pending: g.Steps, taken: map[types.UID]bool{}, lastReady: -1})
+		own := *g
+		ws = append(ws, &wave{g: &own, pending: g.Steps, taken: map[types.UID]bool{}, lastReady: -1})
 	}
 	oneWave := e.o.OneWave || e.o.DryRun == DryRunServer
 	for {

@@ -133,7 +133,7 @@ func (fx *engineFixture) run(t *testing.T, dry fix.DryRun, steps []*fix.Step) ([
 	t.Helper()
 	var audit bytes.Buffer
 	e := fix.NewEngine(fx.clients, fix.Options{DryRun: dry, Registry: fx.reg, Catalog: fx.cat, Audit: &audit, VerifyTimeout: 5 * time.Second})
-	rs := e.Run(t.Context(), steps)
+	rs := e.Run(t.Context(), fix.Prepare(t.Context(), fx.clients, fx.cat, steps, ""))
 	var recs []fix.AuditRecord
 	for _, line := range strings.Split(strings.TrimSpace(audit.String()), "\n") {
 		if line == "" {
