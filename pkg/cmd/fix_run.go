@@ -199,7 +199,7 @@ func (o *FixOptions) apply(ctx context.Context, clients fix.Clients, plan *fix.P
 func notAttempted(rs []fix.Result) int {
 	n := 0
 	for _, r := range rs {
-		if r.Status == fix.StatusRefused && strings.HasPrefix(r.Reason, "not attempted") {
+		if r.Status == fix.StatusRefused && r.NotAttempted {
 			n++
 		}
 	}

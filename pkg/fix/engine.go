@@ -159,7 +159,9 @@ func (e *Engine) Run(ctx context.Context, plan *Plan) []Result {
 		case grouped[s]:
 		case ctx.Err() != nil:
 			// Interrupted: what is left is not attempted, and says so.
-			results[index[s]] = Refuse([]*Step{s}, "not attempted: fix was interrupted ("+ctx.Err().Error()+")")[0]
+			r := Refuse([]*Step{s}, "not attempted: fix was interrupted ("+ctx.Err().Error()+")")[0]
+			r.NotAttempted = true
+			results[index[s]] = r
 		default:
 			run(ctx, s)
 		}

@@ -128,7 +128,7 @@ func TestRunLeavesThePlanAsItWas(t *testing.T) {
 		t.Fatalf("results %+v, want 3", rs)
 	}
 	for _, r := range rs {
-		if r.Status != StatusAlreadyResolved {
+		if r.Status != StatusAlreadyResolved || r.NotAttempted {
 			t.Errorf("result %+v, want already-resolved", r)
 		}
 	}
@@ -143,6 +143,26 @@ func TestRunLeavesThePlanAsItWas(t *testing.T) {
 	fresh := plan.Refresh(t.Context(), c)
 	if fresh.Groups[0].Budget.MaxUnavailable != 2 || plan.Groups[0].Budget.MaxUnavailable != 1 {
 		t.Errorf("refresh: maxUnavailable %d (plan %d), want 2 (plan 1)", fresh.Groups[0].Budget.MaxUnavailable, plan.Groups[0].Budget.MaxUnavailable)
+	}
+}
+
+// An interrupted run says, as a status, which steps it never tried: refused outside the waves,
+// deferred in them, as the results always said.
+func TestRunInterruptedMarksNotAttempted(t *testing.T) {
+	c, _ := budgetCluster(t)
+	plan := Prepare(t.Context(), c, nil, budgetSteps(), "")
+	before := clonePlan(plan)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	rs := NewEngine(c, Options{Rechecker: goneRechecker{}}).Run(ctx, plan)
+	want := []Status{StatusRefused, StatusDeferred, StatusDeferred}
+	for i, r := range rs {
+		if r.Status != want[i] || !r.NotAttempted {
+			t.Errorf("result %d: %s (not attempted %v): %s; want %s, not attempted", i, r.Status, r.NotAttempted, r.Reason, want[i])
+		}
+	}
+	if !reflect.DeepEqual(plan, before) {
+		t.Error("an interrupted Run changed the plan")
 	}
 }
 

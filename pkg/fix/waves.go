@@ -79,7 +79,7 @@ func (e *Engine) runWaves(ctx context.Context, groups []*Group, apply func(s *St
 	for {
 		if ctx.Err() != nil {
 			for _, w := range ws {
-				e.deferRest(w, put, "not attempted: fix was interrupted ("+ctx.Err().Error()+") before this pod's wave")
+				e.notAttempted(w, put, "not attempted: fix was interrupted ("+ctx.Err().Error()+") before this pod's wave")
 			}
 			return
 		}
@@ -240,6 +240,14 @@ func (e *Engine) deferRest(w *wave, put func(*Step, Result), reason string) {
 		status = StatusDryRun
 	}
 	e.finishRest(w, put, status, reason)
+}
+
+// notAttempted reports the group's pending steps deferred, marked never tried.
+func (e *Engine) notAttempted(w *wave, put func(*Step, Result), reason string) {
+	e.deferRest(w, func(s *Step, r Result) {
+		r.NotAttempted = true
+		put(s, r)
+	}, reason)
 }
 
 func (e *Engine) finishRest(w *wave, put func(*Step, Result), status Status, reason string) {
