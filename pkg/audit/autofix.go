@@ -16,7 +16,7 @@ type Fixer interface {
 	Fix(ctx context.Context, r *report.Report) []fix.Result
 }
 
-// AutoFixer applies the default fix of the findings whose root cause was named (--auto-fix)
+// AutoFixer applies the default fix of the findings whose root cause is listed (--auto-fix)
 // through the same engine as `fix`: re-read, re-check, preconditions, verification, the Event
 // and the audit record. At most Max steps per cycle; high-risk actions never.
 type AutoFixer struct {
@@ -30,22 +30,22 @@ type AutoFixer struct {
 	Log        *slog.Logger
 }
 
-// SelectAutoFixes plans the default fixes of the findings with a named root cause. Steps of
+// SelectAutoFixes selects the default fixes of the findings with a listed root cause. Steps of
 // risk high, or with a hazard, are refused (the auditor never names an action, so it never
 // accepts a hazard); beyond max the rest wait for the next cycle, and are not returned.
 func SelectAutoFixes(cat *fix.Catalog, findings []report.Finding, rootCauses map[string]bool, max int) (steps []*fix.Step, refused []fix.Result) {
-	var named []report.Finding
+	var listed []report.Finding
 	for _, f := range findings {
 		if rootCauses[f.RootCause.ID] && len(f.Fixes) > 0 {
-			named = append(named, f)
+			listed = append(listed, f)
 		}
 	}
-	if len(named) == 0 {
+	if len(listed) == 0 {
 		return nil, nil
 	}
 	// No IDs and no action: every finding given, each with its default (first) fix.
-	planned, refused := fix.Plan(cat, named, fix.Selection{})
-	for _, s := range planned {
+	selected, refused := fix.Select(cat, listed, fix.Selection{})
+	for _, s := range selected {
 		if s.Risk == report.RiskHigh {
 			refused = append(refused, fix.Refuse([]*fix.Step{s}, "high risk: the auditor never applies it on its own; use fix")...)
 			continue
@@ -57,7 +57,7 @@ func SelectAutoFixes(cat *fix.Catalog, findings []report.Finding, rootCauses map
 	return steps, refused
 }
 
-// Fix applies this cycle's share of the named fixes and counts every result.
+// Fix applies this cycle's share of the listed fixes and counts every result.
 func (a *AutoFixer) Fix(ctx context.Context, r *report.Report) []fix.Result {
 	steps, results := SelectAutoFixes(a.Catalog, r.Findings, a.RootCauses, a.Max)
 	if len(steps) > 0 {
@@ -66,7 +66,7 @@ func (a *AutoFixer) Fix(ctx context.Context, r *report.Report) []fix.Result {
 			OneWave:   true,
 			OnWarning: func(msg string) { a.Log.Warn("auto-fix", slog.String("warning", msg)) },
 		})
-		results = append(results, e.Run(ctx, steps)...)
+		results = append(results, e.Run(ctx, fix.Prepare(ctx, a.Clients, a.Catalog, steps, ""))...)
 	}
 	for _, res := range results {
 		a.Metrics.CountFix(res.Action, string(res.Status))

@@ -34,7 +34,7 @@ func (o *FixOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
-	steps, results := fix.Plan(o.cat, rep.Findings, fix.Selection{IDs: o.IDs, Check: o.Check, Action: o.Action})
+	steps, results := fix.Select(o.cat, rep.Findings, fix.Selection{IDs: o.IDs, Check: o.Check, Action: o.Action})
 
 	// With -o json stdout carries only the results document; the plan goes to stderr.
 	planOut := o.Out
@@ -42,13 +42,17 @@ func (o *FixOptions) Run(ctx context.Context) error {
 		planOut = o.ErrOut
 	}
 	render.FixPlan(planOut, steps, results)
-	var clients *fix.Clients
+	// The plan's budgets are read once the steps are shown; without a cluster, --dry-run=client
+	// still shows the steps.
+	var clients fix.Clients
+	var plan *fix.Plan
 	if len(steps) > 0 {
 		c, err := o.clients()
 		switch {
 		case err == nil:
-			clients = &c
-			render.FixWaves(planOut, fix.PlanBudgets(ctx, c, o.cat, steps, o.Action))
+			clients = c
+			plan = fix.Prepare(ctx, c, o.cat, steps, o.Action)
+			render.FixWaves(planOut, plan.Groups)
 		case o.dryRun != fix.DryRunClient:
 			return &ExitError{Code: ExitFailure, Err: err}
 		}
@@ -70,7 +74,8 @@ func (o *FixOptions) Run(ctx context.Context) error {
 			results = append(results, fix.Refuse(steps, "not confirmed: "+why)...)
 			break
 		}
-		applied, user := o.apply(ctx, *clients, steps, audit)
+		// The answer to the prompt may have taken minutes: the run goes by budgets read now.
+		applied, user := o.apply(ctx, clients, plan.Refresh(ctx, clients), audit)
 		meta.User = user
 		results = append(results, applied...)
 		if ctx.Err() != nil {
@@ -174,9 +179,9 @@ func (o *FixOptions) clients() (fix.Clients, error) {
 }
 
 // apply runs the engine; progress goes to stderr.
-func (o *FixOptions) apply(ctx context.Context, clients fix.Clients, steps []*fix.Step, audit io.Writer) ([]fix.Result, string) {
+func (o *FixOptions) apply(ctx context.Context, clients fix.Clients, plan *fix.Plan, audit io.Writer) ([]fix.Result, string) {
 	opts := fix.Options{DryRun: o.dryRun, Registry: o.reg, Catalog: o.cat, Settings: o.settings, Audit: audit,
-		NamedAction: o.Action, OneWave: !o.Wait, WaitTimeout: o.Timeout,
+		OneWave: !o.Wait, WaitTimeout: o.Timeout,
 		OnStepStarted: func(i, n int, s *fix.Step) { render.FixStepStarted(o.ErrOut, i, n, s) },
 		OnStepFinished: func(i, n int, s *fix.Step, r fix.Result) {
 			render.FixStepFinished(o.ErrOut, i, n, s, r)
@@ -186,7 +191,7 @@ func (o *FixOptions) apply(ctx context.Context, clients fix.Clients, steps []*fi
 		OnWarning:     func(msg string) { fmt.Fprintf(o.ErrOut, "warning: %s\n", msg) },
 	}
 	e := fix.NewEngine(clients, opts)
-	results := e.Run(ctx, steps)
+	results := e.Run(ctx, plan)
 	return results, e.User()
 }
 
@@ -194,7 +199,7 @@ func (o *FixOptions) apply(ctx context.Context, clients fix.Clients, steps []*fi
 func notAttempted(rs []fix.Result) int {
 	n := 0
 	for _, r := range rs {
-		if r.Status == fix.StatusRefused && strings.HasPrefix(r.Reason, "not attempted") {
+		if r.Status == fix.StatusRefused && r.NotAttempted {
 			n++
 		}
 	}

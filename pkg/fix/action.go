@@ -19,9 +19,9 @@ const FieldManager = "kubectl-workloaddoctor"
 type Action interface {
 	// Doc is the action's ID, its description for people and its default risk.
 	Doc() ActionDoc
-	// Plan validates a finding's fix and returns its step: the object written and the change.
+	// Step validates a finding's fix and returns its step: the object written and the change.
 	// An error means the fix cannot be applied as proposed (missing params, wrong kind).
-	Plan(f report.Finding, fx report.Fix) (*Step, error)
+	Step(f report.Finding, fx report.Fix) (*Step, error)
 	// Key names what the action changes on its object, from its params (the finalizer for
 	// remove-finalizer): two fixes with the same action, object and key are the same change.
 	Key(params map[string]string) string

@@ -143,9 +143,9 @@ func TestGroupJudge(t *testing.T) {
 		minReady int32
 	}{
 		{"single replica refused", Group{Budget: one}, "has 1 replica", 1, 0},
-		{"single replica, action named", Group{Budget: one, Explicit: true}, "", 1, 0},
+		{"single replica, action named", Group{Budget: one, ActionChosen: true}, "", 1, 0},
 		{"maxUnavailable 0 refused", Group{Budget: zero}, "allows no unavailable pod", 0, 3},
-		{"maxUnavailable 0, action named: one at a time", Group{Budget: zero, Explicit: true}, "", 1, 2},
+		{"maxUnavailable 0, action named: one at a time", Group{Budget: zero, ActionChosen: true}, "", 1, 2},
 		{"two replicas", Group{Budget: two}, "", 1, 1},
 	}
 	for _, tt := range tests {

@@ -60,9 +60,6 @@ type Options struct {
 	// serving pods away: a wave about to be applied, and a wave waiting for Ready pods.
 	OnWaveStarted func(w WaveStarted)
 	OnWaveWaiting func(w WaveWaiting)
-	// NamedAction is the action the user named (--action): it lifts the refusal of a workload
-	// whose budget allows no pod away (a single replica), which is then fixed one pod at a time.
-	NamedAction string
 	// OneWave applies at most one wave per workload and defers the rest (--wait=false, and the
 	// auditor's cycles); server dry run always does.
 	OneWave bool
@@ -76,14 +73,15 @@ type Options struct {
 	Now           func() time.Time
 }
 
-// Engine applies steps one at a time: re-check -> precondition -> write -> verify -> record.
+// Engine applies a plan's steps one at a time: re-check -> precondition -> write -> verify -> record.
 type Engine struct {
 	c    Clients
 	o    Options
 	env  *Env
 	user string
 	// rv holds the resourceVersion this run's own writes left on an object (by uid), so a second
-	// step on the same object (two finalizers) is not refused for the first step's change.
+	// step on the same object (two finalizers) is not refused for the first step's change. The
+	// plan's steps keep the resourceVersions the plan saw.
 	rv map[string]string
 }
 
@@ -117,11 +115,12 @@ func NewEngine(c Clients, o Options) *Engine {
 	return &Engine{c: c, o: o, env: env, rv: map[string]string{}}
 }
 
-// Run applies the steps and returns one result per step, in plan order. Steps that take serving
-// pods away run after the others, in waves within each workload's budget (waves.go); the rest run
-// in plan order. An interrupt (ctx) stops before the next step or wave; the one under way is
-// finished and recorded.
-func (e *Engine) Run(ctx context.Context, steps []*Step) []Result {
+// Run applies the plan and returns one result per step, in plan order. Steps that take serving
+// pods away run after the others, in waves within each workload's budget as the plan read it
+// (waves.go); the rest run in plan order. An interrupt (ctx) stops before the next step or wave;
+// the one under way is finished and recorded. The plan is not changed.
+func (e *Engine) Run(ctx context.Context, plan *Plan) []Result {
+	steps := plan.Steps
 	results := make([]Result, len(steps))
 	index := make(map[*Step]int, len(steps))
 	for i, s := range steps {
@@ -145,7 +144,10 @@ func (e *Engine) Run(ctx context.Context, steps []*Step) []Result {
 		put(s, r, wrote)
 		return r
 	}
-	groups := PlanBudgets(ctx, e.c, e.o.Catalog, steps, e.o.NamedAction)
+	groups := plan.Groups
+	if !plan.budgeted {
+		groups = e.unbudgeted(steps)
+	}
 	grouped := map[*Step]bool{}
 	for _, g := range groups {
 		for _, s := range g.Steps {
@@ -157,7 +159,9 @@ func (e *Engine) Run(ctx context.Context, steps []*Step) []Result {
 		case grouped[s]:
 		case ctx.Err() != nil:
 			// Interrupted: what is left is not attempted, and says so.
-			results[index[s]] = Refuse([]*Step{s}, "not attempted: fix was interrupted ("+ctx.Err().Error()+")")[0]
+			r := Refuse([]*Step{s}, "not attempted: fix was interrupted ("+ctx.Err().Error()+")")[0]
+			r.NotAttempted = true
+			results[index[s]] = r
 		default:
 			run(ctx, s)
 		}
@@ -166,6 +170,18 @@ func (e *Engine) Run(ctx context.Context, steps []*Step) []Result {
 	e.runWaves(ctx, groups, func(s *Step) Result { return run(context.WithoutCancel(ctx), s) },
 		func(s *Step, r Result) { put(s, r, false) })
 	return results
+}
+
+// unbudgeted fails the steps of a plan whose budgets were never read that would take serving
+// pods away: nothing is evicted blind.
+func (e *Engine) unbudgeted(steps []*Step) []*Group {
+	var groups []*Group
+	for _, s := range steps {
+		if takesServingPod(e.o.Catalog, s) {
+			groups = append(groups, &Group{Budget: Budget{Workload: s.Target}, Failure: "the plan was not prepared (fix.Prepare)", Steps: []*Step{s}})
+		}
+	}
+	return groups
 }
 
 // User is the user the results are recorded under (after Run; "unknown" if it could not be read).
@@ -196,7 +212,11 @@ func (e *Engine) apply(ctx context.Context, s *Step) (Result, bool) {
 		return r, false
 	}
 	if rv, ok := e.rv[s.Target.UID]; ok && s.Target.UID != "" {
-		s.Target.ResourceVersion = rv
+		// The action expects the object as this run's last write left it; the plan's step
+		// keeps what the plan saw.
+		now := *s
+		now.Target.ResourceVersion = rv
+		s = &now
 	}
 	o := a.Apply(ctx, e.env, s)
 	if o.Wrote && o.Status == StatusApplied {

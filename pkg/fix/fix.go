@@ -1,5 +1,7 @@
-// Package fix applies the fix actions that findings propose: select -> plan -> confirm -> per
-// action: re-check -> precondition -> write -> verify -> record.
+// Package fix applies the fix actions that findings propose: select (Select) -> plan (Prepare,
+// which reads the budgets once) -> confirm -> Engine.Run of the plan (Refresh first when a prompt
+// may have waited), per action: re-check -> precondition -> write -> verify -> record. Run leaves
+// the plan as it was; what it reads while running is its own.
 //
 // Every write is preceded by a fresh re-check of the finding and a fresh read of the object, and
 // carries a precondition the apiserver enforces (a JSON-patch test, a UID or resourceVersion
@@ -76,12 +78,12 @@ type Step struct {
 	Change string            `json:"change"`
 	Risk   report.Risk       `json:"risk"`
 	Params map[string]string `json:"params,omitempty"`
-	// Hazard, when set, says why the step is high risk and applied only when the user names its
-	// action (--action); Plan refuses it otherwise, with Hazard as the reason.
+	// Hazard, when set, says why the step is high risk and applied only when the user chooses its
+	// action (--action); Select refuses it otherwise, with Hazard as the reason.
 	Hazard string `json:"hazard,omitempty"`
-	// Named says the user named the step's action, accepting its Hazard; an action's Apply
-	// re-checks its hazard on fresh reads unless Named.
-	Named bool `json:"-"`
+	// HazardAccepted says the user chose the step's action (--action), accepting its Hazard; an
+	// action's Apply re-checks its hazard on fresh reads unless it was accepted.
+	HazardAccepted bool `json:"-"`
 	// Findings are the findings this step resolves, in plan order.
 	Findings []report.Finding `json:"-"`
 }

@@ -24,7 +24,7 @@ func TestPlanRefusesAHighRiskRestartUnlessNamed(t *testing.T) {
 
 	// Default actions: nothing planned, one refusal for the shared leader, naming both findings,
 	// the hazard and how to accept it.
-	steps, refused := Plan(NewCatalog(), all, Selection{})
+	steps, refused := Select(NewCatalog(), all, Selection{})
 	if len(steps) != 0 || len(refused) != 1 {
 		t.Fatalf("steps %v, refused %+v; want none planned and one refusal", stepSummary(steps), refused)
 	}
@@ -36,18 +36,18 @@ func TestPlanRefusesAHighRiskRestartUnlessNamed(t *testing.T) {
 	}
 
 	// Named by ID only: still refused, the ID does not name the action.
-	if steps, refused := Plan(NewCatalog(), all, Selection{IDs: []string{"wd-a"}}); len(steps) != 0 || len(refused) != 1 {
+	if steps, refused := Select(NewCatalog(), all, Selection{IDs: []string{"wd-a"}}); len(steps) != 0 || len(refused) != 1 {
 		t.Errorf("by ID: steps %v, refused %+v; want a refusal", stepSummary(steps), refused)
 	}
 
 	// --action restart-controller-leader: one step for both, marked named.
-	steps, refused = Plan(NewCatalog(), all, Selection{Action: "restart-controller-leader"})
-	if len(refused) != 0 || len(steps) != 1 || !steps[0].Named || steps[0].Risk != report.RiskHigh || len(steps[0].Findings) != 2 {
-		t.Fatalf("named: steps %v (named %v), refused %+v", stepSummary(steps), len(steps) == 1 && steps[0].Named, refused)
+	steps, refused = Select(NewCatalog(), all, Selection{Action: "restart-controller-leader"})
+	if len(refused) != 0 || len(steps) != 1 || !steps[0].HazardAccepted || steps[0].Risk != report.RiskHigh || len(steps[0].Findings) != 2 {
+		t.Fatalf("named: steps %v (named %v), refused %+v", stepSummary(steps), len(steps) == 1 && steps[0].HazardAccepted, refused)
 	}
 
 	// --action requeue-workload: the other fix is planned as usual.
-	if steps, refused := Plan(NewCatalog(), all, Selection{Action: "requeue-workload"}); len(refused) != 0 || len(steps) != 2 {
+	if steps, refused := Select(NewCatalog(), all, Selection{Action: "requeue-workload"}); len(refused) != 0 || len(steps) != 2 {
 		t.Errorf("requeue: steps %v, refused %+v", stepSummary(steps), refused)
 	}
 
@@ -55,8 +55,8 @@ func TestPlanRefusesAHighRiskRestartUnlessNamed(t *testing.T) {
 	// re-checks for a Ready replica before deleting.
 	medium := restartFix("kruise-controller-manager-7d9f8-abcde_0b6e")
 	medium.Risk = report.RiskMedium
-	steps, refused = Plan(NewCatalog(), []report.Finding{finding("wd-c", "expectations-unsatisfied", "scale-expectations-leaked", cloneSet("cart"), medium)}, Selection{})
-	if len(refused) != 0 || len(steps) != 1 || steps[0].Named || steps[0].Hazard != "" {
+	steps, refused = Select(NewCatalog(), []report.Finding{finding("wd-c", "expectations-unsatisfied", "scale-expectations-leaked", cloneSet("cart"), medium)}, Selection{})
+	if len(refused) != 0 || len(steps) != 1 || steps[0].HazardAccepted || steps[0].Hazard != "" {
 		t.Errorf("medium: steps %v, refused %+v", stepSummary(steps), refused)
 	}
 }

@@ -84,7 +84,7 @@ func TestPlanSelection(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			steps, refused := Plan(NewCatalog(), all, tc.sel)
+			steps, refused := Select(NewCatalog(), all, tc.sel)
 			if got := stepSummary(steps); !reflect.DeepEqual(got, tc.wantSteps) {
 				t.Errorf("steps:\n got %q\nwant %q", got, tc.wantSteps)
 			}
@@ -120,7 +120,7 @@ func TestPlanRefusesFixesThatCannotBeAppliedAsProposed(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			steps, refused := Plan(NewCatalog(), []report.Finding{tc.f}, Selection{})
+			steps, refused := Select(NewCatalog(), []report.Finding{tc.f}, Selection{})
 			if len(steps) != 0 {
 				t.Errorf("planned %q, want nothing", stepSummary(steps))
 			}
@@ -137,7 +137,7 @@ func TestPlanStepDetails(t *testing.T) {
 		restartFix("kruise-controller-manager-7d9f8-abcde_1b2c3d4e-0000-1111-2222-333344445555"))
 	g := f
 	g.ID, g.Object.Name, g.Object.UID = "wd-s", "api", "u2"
-	steps, refused := Plan(NewCatalog(), []report.Finding{f, g}, Selection{})
+	steps, refused := Select(NewCatalog(), []report.Finding{f, g}, Selection{})
 	if len(refused) != 0 || len(steps) != 1 {
 		t.Fatalf("steps %q refused %+v: want one step for one leader", stepSummary(steps), refused)
 	}
@@ -159,7 +159,7 @@ func TestPlanStepDetails(t *testing.T) {
 	// The plan of a requeue names the owner, and drops the finding object's resourceVersion.
 	p := finding("wd-p", "stuck-preparing-normal", "prenormal-event-dropped", pod("shop", "web-1", "pu", "9"), requeueFix)
 	p.Owner = &report.ObjectRef{APIVersion: "apps.kruise.io/v1alpha1", Kind: "CloneSet", Namespace: "shop", Name: "web", UID: "cu"}
-	steps, _ = Plan(NewCatalog(), []report.Finding{p}, Selection{})
+	steps, _ = Select(NewCatalog(), []report.Finding{p}, Selection{})
 	if len(steps) != 1 || steps[0].Target != *p.Owner || steps[0].Risk != report.RiskLow {
 		t.Fatalf("requeue step = %+v, want the owner with the fix's risk", steps)
 	}

@@ -39,7 +39,7 @@ func (a podRemoval) Doc() ActionDoc { return a.doc }
 
 func (podRemoval) Key(map[string]string) string { return "" }
 
-func (a podRemoval) Plan(f report.Finding, _ report.Fix) (*Step, error) {
+func (a podRemoval) Step(f report.Finding, _ report.Fix) (*Step, error) {
 	if err := requirePod(f.Object); err != nil {
 		return nil, err
 	}

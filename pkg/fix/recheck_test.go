@@ -11,7 +11,7 @@ func TestJudge(t *testing.T) {
 	obj := pod("shop", "a", "ua", "10")
 	planned := finding("wd-a", "stuck-terminating", "finalizer-owner-missing", obj, rmFin("example.com/x"), rmFin("example.com/y"))
 	step := func() *Step {
-		steps, _ := Plan(NewCatalog(), []report.Finding{planned}, Selection{})
+		steps, _ := Select(NewCatalog(), []report.Finding{planned}, Selection{})
 		return steps[0] // remove example.com/x
 	}
 	withRV := func(f report.Finding, rv string) report.Finding {
@@ -61,7 +61,7 @@ func TestJudgeSharedStep(t *testing.T) {
 	fC := finding("wd-c", "stuck-preparing-normal", "prenormal-event-dropped", pod("shop", "c", "uc", "1"), requeueFix)
 	fD := finding("wd-d", "stuck-preparing-normal", "prenormal-event-dropped", pod("shop", "d", "ud", "2"), requeueFix)
 	fC.Owner, fD.Owner = owner, owner
-	steps, _ := Plan(NewCatalog(), []report.Finding{fC, fD}, Selection{})
+	steps, _ := Select(NewCatalog(), []report.Finding{fC, fD}, Selection{})
 	if len(steps) != 1 {
 		t.Fatalf("want one shared step, got %q", stepSummary(steps))
 	}

@@ -25,7 +25,7 @@ func (removeFinalizer) Key(p map[string]string) string {
 	return p[ParamFinalizer]
 }
 
-func (removeFinalizer) Plan(f report.Finding, fx report.Fix) (*Step, error) {
+func (removeFinalizer) Step(f report.Finding, fx report.Fix) (*Step, error) {
 	name := fx.Params[ParamFinalizer]
 	if name == "" {
 		return nil, fmt.Errorf("remove-finalizer fix names no finalizer (params.finalizer)")

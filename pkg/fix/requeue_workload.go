@@ -24,7 +24,7 @@ type requeueWorkload struct{}
 
 func (requeueWorkload) Key(map[string]string) string { return "" }
 
-func (requeueWorkload) Plan(f report.Finding, _ report.Fix) (*Step, error) {
+func (requeueWorkload) Step(f report.Finding, _ report.Fix) (*Step, error) {
 	target := f.Object
 	if f.Owner != nil {
 		target = *f.Owner

@@ -18,7 +18,7 @@ import (
 
 // restartLeader deletes the pod that holds a controller's leader Lease, so the next leader starts
 // with empty in-memory state. It refuses when the Lease changed hands since the scan, when the
-// pod has no controller that would replace it, and, unless the user named the action, when no
+// pod has no controller that would replace it, and, unless the user chose the action, when no
 // other replica is Ready (restart_standby.go): every kruise-manager replica serves OpenKruise's
 // pod webhook, which fails closed, so restarting the only one stops pod creation cluster-wide.
 type restartLeader struct{}
@@ -27,7 +27,7 @@ func (restartLeader) Key(p map[string]string) string {
 	return p[ParamLeaseNamespace] + "/" + p[ParamLeaseName]
 }
 
-func (restartLeader) Plan(_ report.Finding, fx report.Fix) (*Step, error) {
+func (restartLeader) Step(_ report.Finding, fx report.Fix) (*Step, error) {
 	p := fx.Params
 	for _, k := range []string{ParamLeaseNamespace, ParamLeaseName, ParamHolderIdentity} {
 		if p[k] == "" {
@@ -84,7 +84,7 @@ func (restartLeader) Apply(ctx context.Context, env *Env, s *Step) Outcome {
 		o.Object, o.ResourceVersionBefore = &ref, pod.ResourceVersion
 		return o
 	}
-	if !s.Named {
+	if !s.HazardAccepted {
 		if why := requireStandby(ctx, env, pod); why != "" {
 			o := refused("high risk, applied only when named with --action %s: %s", s.Action, why)
 			o.Object, o.ResourceVersionBefore = &ref, pod.ResourceVersion

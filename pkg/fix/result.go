@@ -26,6 +26,9 @@ type Result struct {
 	// AnswerLost says the answer to the write was lost: Status and Reason are what reading the
 	// object back showed.
 	AnswerLost bool `json:"answerLost,omitempty"`
+	// NotAttempted says the step was never tried: the run was interrupted before it (or before
+	// its wave). Status keeps saying refused or deferred, as the results always have.
+	NotAttempted bool `json:"-"`
 	// Verified says whether the effect was seen after the write.
 	Verified     bool   `json:"verified"`
 	Verification string `json:"verification,omitempty"`

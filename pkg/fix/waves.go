@@ -34,6 +34,7 @@ type WaveWaiting struct {
 
 // wave tracks one group while the engine runs it.
 type wave struct {
+	// g is the run's own copy of the plan's group, which each read of the wave refreshes.
 	g       *Group
 	pending []*Step
 	taken   map[types.UID]bool
@@ -71,13 +72,14 @@ func (e *Engine) runWaves(ctx context.Context, groups []*Group, apply func(s *St
 			}
 			continue
 		}
-		ws = append(ws, &wave{g: g, pending: g.Steps, taken: map[types.UID]bool{}, lastReady: -1})
+		own := *g
+		ws = append(ws, &wave{g: &own, pending: g.Steps, taken: map[types.UID]bool{}, lastReady: -1})
 	}
 	oneWave := e.o.OneWave || e.o.DryRun == DryRunServer
 	for {
 		if ctx.Err() != nil {
 			for _, w := range ws {
-				e.deferRest(w, put, "not attempted: fix was interrupted ("+ctx.Err().Error()+") before this pod's wave")
+				e.notAttempted(w, put, "not attempted: fix was interrupted ("+ctx.Err().Error()+") before this pod's wave")
 			}
 			return
 		}
@@ -238,6 +240,14 @@ func (e *Engine) deferRest(w *wave, put func(*Step, Result), reason string) {
 		status = StatusDryRun
 	}
 	e.finishRest(w, put, status, reason)
+}
+
+// notAttempted reports the group's pending steps deferred, marked never tried.
+func (e *Engine) notAttempted(w *wave, put func(*Step, Result), reason string) {
+	e.deferRest(w, func(s *Step, r Result) {
+		r.NotAttempted = true
+		put(s, r)
+	}, reason)
 }
 
 func (e *Engine) finishRest(w *wave, put func(*Step, Result), status Status, reason string) {

@@ -57,7 +57,7 @@ func FixWaves(w io.Writer, groups []*fix.Group) {
 		waves := (n + size - 1) / size
 		fmt.Fprintf(w, "  %s: %d pod%s, %d at a time (%d wave%s); maxUnavailable %d from %s; keeps %d of %d replicas Ready\n",
 			name, n, plural(n), size, waves, plural(waves), g.Budget.MaxUnavailable, g.Budget.Source, g.MinReady(), g.Budget.Replicas)
-		if g.Explicit && (g.Budget.Replicas <= 1 || g.Budget.MaxUnavailable < 1) {
+		if g.ActionChosen && (g.Budget.Replicas <= 1 || g.Budget.MaxUnavailable < 1) {
 			fmt.Fprintf(w, "     its budget allows no pod away; evicting one at a time because the action was named (--action %s)\n", g.Steps[0].Action)
 		}
 		for _, p := range g.PDBs {

@@ -23,7 +23,7 @@ func TestFixPlanSaysWhyARestartIsHighRisk(t *testing.T) {
 		{fix.Selection{}, "wd-a: high risk, applied only when named with --action restart-controller-leader: the scan saw no other Ready replica"},
 		{fix.Selection{Action: "restart-controller-leader"}, "high risk, taken because --action names it: the scan saw no other Ready replica"},
 	} {
-		steps, refused := fix.Plan(fix.NewCatalog(), []report.Finding{f}, tc.sel)
+		steps, refused := fix.Select(fix.NewCatalog(), []report.Finding{f}, tc.sel)
 		var buf bytes.Buffer
 		FixPlan(&buf, steps, refused)
 		if !strings.Contains(buf.String(), tc.want) {

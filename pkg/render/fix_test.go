@@ -14,7 +14,7 @@ func TestFixPlanAndResults(t *testing.T) {
 		Object:    report.ObjectRef{APIVersion: "v1", Kind: "Pod", Namespace: "shop", Name: "a", UID: "ua", ResourceVersion: "10"},
 		RootCause: report.RootCause{ID: "finalizer-owner-missing"},
 		Fixes:     []report.Fix{{Action: "remove-finalizer", Risk: report.RiskLow, Params: map[string]string{"finalizer": "example.com/x"}}}}
-	steps, refused := fix.Plan(fix.NewCatalog(), []report.Finding{f}, fix.Selection{IDs: []string{"wd-a", "wd-gone"}})
+	steps, refused := fix.Select(fix.NewCatalog(), []report.Finding{f}, fix.Selection{IDs: []string{"wd-a", "wd-gone"}})
 	var buf bytes.Buffer
 	FixPlan(&buf, steps, refused)
 	for _, want := range []string{"Plan: 1 action", "remove-finalizer pod/a -n shop (risk: low)", `remove finalizer "example.com/x"`,
@@ -55,7 +55,7 @@ func TestFixWaves(t *testing.T) {
 			Steps: []*fix.Step{evict("inventory-a"), evict("inventory-b")}, PDBs: []fix.PDB{{Name: "inventory", DisruptionsAllowed: 1}}},
 		{Budget: fix.Budget{Workload: dep, Replicas: 1, MaxUnavailable: 0, Source: "x"}, Steps: []*fix.Step{evict("api-1")},
 			Refusal: "shop/deployment/api has 1 replica: ... name the action (--action evict-pod) to evict it anyway"},
-		{Budget: fix.Budget{Workload: dep, Replicas: 1, MaxUnavailable: 0, Source: "x"}, Steps: []*fix.Step{evict("api-1")}, Explicit: true},
+		{Budget: fix.Budget{Workload: dep, Replicas: 1, MaxUnavailable: 0, Source: "x"}, Steps: []*fix.Step{evict("api-1")}, ActionChosen: true},
 	}
 	var buf bytes.Buffer
 	FixWaves(&buf, groups)

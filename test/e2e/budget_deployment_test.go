@@ -37,7 +37,7 @@ func bgDeployment(t *testing.T, c *testcluster.Cluster) {
 		if err != nil {
 			t.Fatalf("scan: %v", err)
 		}
-		steps, refused := fix.Plan(fix.NewCatalog(), rep.Findings, fix.Selection{})
+		steps, refused := fix.Select(fix.NewCatalog(), rep.Findings, fix.Selection{})
 		if len(refused) > 0 {
 			t.Fatalf("plan refused %+v", refused)
 		}
@@ -50,7 +50,8 @@ func bgDeployment(t *testing.T, c *testcluster.Cluster) {
 		if len(steps) != 4 {
 			t.Fatalf("%d steps, want 4", len(steps))
 		}
-		groups := fix.PlanBudgets(t.Context(), clients, nil, steps, "")
+		prepared := fix.Prepare(t.Context(), clients, nil, steps, "")
+		groups := prepared.Groups
 		// kubernetes ResolveFenceposts: maxUnavailable 25% of 4 rounded down is 1 (maxSurge 25% rounded up is 1).
 		if len(groups) != 1 || groups[0].Budget.Workload.Kind != "Deployment" || groups[0].Budget.MaxUnavailable != 1 ||
 			groups[0].Budget.Replicas != 4 || !strings.Contains(groups[0].Budget.Source, "25% of 4, rounded down") || groups[0].Refusal != "" {
@@ -60,7 +61,7 @@ func bgDeployment(t *testing.T, c *testcluster.Cluster) {
 		var waves []fix.WaveStarted
 		e := fix.NewEngine(clients, fix.Options{Registry: reg, WaitTimeout: 2 * time.Minute, PollInterval: 500 * time.Millisecond,
 			OnWaveStarted: func(w fix.WaveStarted) { waves = append(waves, w) }})
-		rs := e.Run(t.Context(), steps)
+		rs := e.Run(t.Context(), prepared)
 		min, max := ready.stop()
 		for _, r := range rs {
 			if r.Status != fix.StatusApplied {
@@ -99,7 +100,8 @@ func bgDeployment(t *testing.T, c *testcluster.Cluster) {
 		const ns = "bg-deploy-minready"
 		bgCreateDeployment(t, cs, ns, 4, 5)
 		steps := plan(t, ns)
-		groups := fix.PlanBudgets(t.Context(), clients, nil, steps, "")
+		prepared := fix.Prepare(t.Context(), clients, nil, steps, "")
+		groups := prepared.Groups
 		if len(groups) != 1 || groups[0].Budget.MaxUnavailable != 1 || groups[0].Budget.MinReadySeconds != 5 {
 			t.Fatalf("groups %+v, want the Deployment with maxUnavailable 1 and minReadySeconds 5", groups)
 		}
@@ -120,7 +122,7 @@ func bgDeployment(t *testing.T, c *testcluster.Cluster) {
 				}
 			}
 		}()
-		rs := fix.NewEngine(clients, fix.Options{Registry: reg, WaitTimeout: 3 * time.Minute, PollInterval: 500 * time.Millisecond}).Run(t.Context(), steps)
+		rs := fix.NewEngine(clients, fix.Options{Registry: reg, WaitTimeout: 3 * time.Minute, PollInterval: 500 * time.Millisecond}).Run(t.Context(), prepared)
 		stop()
 		for _, r := range rs {
 			if r.Status != fix.StatusApplied {
@@ -134,7 +136,7 @@ func bgDeployment(t *testing.T, c *testcluster.Cluster) {
 
 	t.Run("a Deployment of one replica is refused unless the action is named", func(t *testing.T) {
 		orig := bgCreateDeployment(t, cs, "bg-deploy-one", 1, 0)
-		rs := fix.NewEngine(clients, fix.Options{Registry: reg}).Run(t.Context(), plan(t, "bg-deploy-one"))
+		rs := fix.NewEngine(clients, fix.Options{Registry: reg}).Run(t.Context(), fix.Prepare(t.Context(), clients, nil, plan(t, "bg-deploy-one"), ""))
 		// maxUnavailable 25% of 1 rounded down is 0 (maxSurge rounds up to 1).
 		if len(rs) != 1 || rs[0].Status != fix.StatusRefused || !strings.Contains(rs[0].Reason, "has 1 replica") {
 			t.Fatalf("results %+v, want one refusal for the single replica", rs)

@@ -121,7 +121,7 @@ func (fx *engineFixture) plan(t *testing.T, ns string) []*fix.Step {
 			mine = append(mine, f)
 		}
 	}
-	steps, refused := fix.Plan(fx.cat, mine, fix.Selection{})
+	steps, refused := fix.Select(fx.cat, mine, fix.Selection{})
 	if len(refused) > 0 {
 		t.Fatalf("plan refused %+v", refused)
 	}
@@ -133,7 +133,7 @@ func (fx *engineFixture) run(t *testing.T, dry fix.DryRun, steps []*fix.Step) ([
 	t.Helper()
 	var audit bytes.Buffer
 	e := fix.NewEngine(fx.clients, fix.Options{DryRun: dry, Registry: fx.reg, Catalog: fx.cat, Audit: &audit, VerifyTimeout: 5 * time.Second})
-	rs := e.Run(t.Context(), steps)
+	rs := e.Run(t.Context(), fix.Prepare(t.Context(), fx.clients, fx.cat, steps, ""))
 	var recs []fix.AuditRecord
 	for _, line := range strings.Split(strings.TrimSpace(audit.String()), "\n") {
 		if line == "" {

@@ -13,12 +13,13 @@ import (
 )
 
 // Group is the steps of one plan that take serving pods away from one workload. The engine
-// applies them in waves within the workload's budget; the plan shows them.
+// applies them in waves within the workload's budget; the plan shows them. A plan's groups are
+// what was read when it was prepared: the engine re-reads each wave into a copy of its own.
 type Group struct {
 	Budget Budget
-	// Explicit is true when the user named the action (--action): a workload whose budget
+	// ActionChosen is true when the user chose the action (--action): a workload whose budget
 	// allows no pod (a single replica, maxUnavailable 0) is then fixed one pod at a time.
-	Explicit bool
+	ActionChosen bool
 	// Refusal, when set, is why none of the group's steps may run (no controller, one replica).
 	Refusal string
 	// Failure, when set, is why the budget could not be read: the steps fail, nothing is evicted blind.
@@ -30,7 +31,7 @@ type Group struct {
 
 // WaveSize is how many serving pods one wave may take away.
 func (g *Group) WaveSize() int32 {
-	if g.Explicit && g.Budget.MaxUnavailable < 1 {
+	if g.ActionChosen && g.Budget.MaxUnavailable < 1 {
 		return 1
 	}
 	return g.Budget.MaxUnavailable
@@ -41,12 +42,12 @@ func (g *Group) MinReady() int32 {
 	return max(g.Budget.Replicas-g.WaveSize(), 0)
 }
 
-// judge sets the refusal of a workload whose budget allows no pod away, unless the action was named.
+// judge sets the refusal of a workload whose budget allows no pod away, unless the action was chosen.
 func (g *Group) judge(action string) {
 	b := g.Budget
 	g.Refusal = ""
 	switch {
-	case g.Explicit:
+	case g.ActionChosen:
 	case b.Replicas <= 1:
 		g.Refusal = fmt.Sprintf("%s has %d replica: evicting its pod leaves it without a Ready pod until the replacement is Ready; name the action (--action %s) to evict it anyway",
 			b.Workload, b.Replicas, action)
@@ -62,13 +63,10 @@ func takesServingPod(cat *Catalog, s *Step) bool {
 	return ok && a.Doc().TakesServingPod
 }
 
-// PlanBudgets reads, for the steps that take serving pods away, each pod's owning workload and
-// its budget, and groups the steps by workload in plan order. namedAction is the action the user
-// named (--action), which lifts the refusal of workloads whose budget allows no pod.
-func PlanBudgets(ctx context.Context, c Clients, cat *Catalog, steps []*Step, namedAction string) []*Group {
-	if cat == nil {
-		cat = NewCatalog()
-	}
+// readBudgets reads, for the steps that take serving pods away, each pod's owning workload and
+// its budget, and groups the steps by workload in plan order. action is the action the user
+// chose (--action), which lifts the refusal of workloads whose budget allows no pod.
+func readBudgets(ctx context.Context, c Clients, cat *Catalog, steps []*Step, action string) []*Group {
 	r := budgetReader{c: c}
 	var groups []*Group
 	byWorkload := map[string]*Group{}
@@ -84,7 +82,7 @@ func PlanBudgets(ctx context.Context, c Clients, cat *Catalog, steps []*Step, na
 			groups = append(groups, &Group{Budget: Budget{Workload: s.Target}, Failure: "read the pod: " + short(err), Steps: []*Step{s}})
 			continue
 		}
-		g, key := r.group(ctx, pod, s.Action == namedAction, s.Action)
+		g, key := r.group(ctx, pod, s.Action == action, s.Action)
 		if prev, ok := byWorkload[key]; ok && key != "" {
 			prev.Steps = append(prev.Steps, s)
 			continue
@@ -97,7 +95,7 @@ func PlanBudgets(ctx context.Context, c Clients, cat *Catalog, steps []*Step, na
 }
 
 // group reads the budget of the pod's workload. The key names the workload ("" for a pod on its own).
-func (r budgetReader) group(ctx context.Context, pod *corev1.Pod, explicit bool, action string) (*Group, string) {
+func (r budgetReader) group(ctx context.Context, pod *corev1.Pod, chosen bool, action string) (*Group, string) {
 	w, err := r.owner(ctx, pod)
 	switch {
 	case err != nil:
@@ -107,7 +105,7 @@ func (r budgetReader) group(ctx context.Context, pod *corev1.Pod, explicit bool,
 			Refusal: "the pod has no controller: nothing would recreate it, so a fix never evicts it"}, ""
 	}
 	key := string(w.GetUID())
-	g := &Group{Explicit: explicit}
+	g := &Group{ActionChosen: chosen}
 	if _, _, err := r.read(ctx, g, w, action); err != nil {
 		g.Failure = err.Error()
 	}
