@@ -225,7 +225,7 @@ func (e *teEnv) foregroundOnDeadNode(t *testing.T) {
 	}
 	assertNoProtectionRemoval(t, rep)
 
-	table, stderr, code := runPlugin(t, e.c.Kubeconfig, "scan", "-n", ns, "--checks", teCheck, "--min-age", "0s")
+	table, stderr, code := pluginOn(e.c.Kubeconfig).scan(t, "-n", ns, "--checks", teCheck, "--min-age", "0s").out()
 	if code != 2 || strings.Count(table, "dependents-remaining") != 0 || !strings.Contains(table, "also holds ch-fg/deployment/web") {
 		t.Errorf("table: exit %d, want 2 and the chain folded under the pod's row:\n%s\n%s", code, table, stderr)
 	}

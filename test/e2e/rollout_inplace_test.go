@@ -84,9 +84,9 @@ func TestRolloutStalledInPlaceOnNode(t *testing.T) {
 	}
 
 	t.Run("no kruise-daemon DaemonSet", func(t *testing.T) {
-		rep := roScan(t, k, ns, 2)
+		rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(2).report()
 		if len(rep.Findings) != 2 {
-			t.Fatalf("want findings on resize and relabel only, got:\n%s", krSummaries(rep))
+			t.Fatalf("want findings on resize and relabel only, got:\n%s", summaries(rep))
 		}
 		assertFinding(t, krFind(t, rep, "rollout-stalled", "resize"), "inplace-resize-pending", report.SeverityError, []string{
 			"pod " + resized.Name + " in-place update since",
@@ -99,13 +99,13 @@ func TestRolloutStalledInPlaceOnNode(t *testing.T) {
 	})
 	t.Run("kruise-daemon kept off the node", func(t *testing.T) {
 		roDaemonElsewhere(t, k)
-		rep := roScan(t, k, ns, 2)
+		rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(2).report()
 		assertFinding(t, krFind(t, rep, "rollout-stalled", "relabel"), "inplace-daemon-missing", report.SeverityError, []string{
 			"waits for kruise-daemon on node " + relabeled.Spec.NodeName,
 			"DaemonSet " + scenario.KruiseNamespace + "/kruise-daemon: 0 of 0 pods available; its pods were not read: the scan covers namespace " +
 				ns + " only"}, nil)
 		// A scan of every namespace lists the daemon's pods: none is on the node.
-		stdout, stderr, code := runPlugin(t, k.c.Kubeconfig, "scan", "-A", "--checks", "rollout-stalled", "-o", "json")
+		stdout, stderr, code := pluginOn(k.c.Kubeconfig).scan(t, "-A", "--checks", "rollout-stalled", "-o", "json").out()
 		var all report.Report
 		if err := json.Unmarshal([]byte(stdout), &all); code != 2 || err != nil {
 			t.Fatalf("scan -A: exit %d (%v)\n%s\n%s", code, err, stdout, stderr)

@@ -77,12 +77,12 @@ func TestRolloutStalledSidecarSet(t *testing.T) {
 		if raw, _ := os.ReadFile(k.logFile); strings.Contains(string(raw), "update in flight") {
 			t.Fatalf("the leader at --v=2 logged a V(3) line:\n%s", raw)
 		}
-		f := ssOnly(t, roScan(t, k, ns, 0, "--min-age", "0s"))
+		f := ssOnly(t, pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns, "--min-age", "0s")...).wantExit(0).report())
 		if f.RootCause.ID != "sidecarset-update-stalled" || len(f.Fixes) != 0 {
 			t.Fatalf("got %s with fixes %+v", f.RootCause.ID, f.Fixes)
 		}
-		if rep := roScan(t, k, ns, 0); len(rep.Findings) != 0 {
-			t.Errorf("within the 10m threshold nothing is stalled:\n%s", krSummaries(rep))
+		if rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(0).report(); len(rep.Findings) != 0 {
+			t.Errorf("within the 10m threshold nothing is stalled:\n%s", summaries(rep))
 		}
 	})
 
@@ -99,13 +99,13 @@ func TestRolloutStalledSidecarSet(t *testing.T) {
 	})
 
 	t.Run("the leader logs the update in flight: restart-controller-leader, and the update completes", func(t *testing.T) {
-		f := ssOnly(t, roScan(t, k, ns, 2, "--min-age", "0s"))
+		f := ssOnly(t, pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns, "--min-age", "0s")...).wantExit(2).report())
 		if f.RootCause.ID != "sidecarset-update-in-flight" || len(f.Fixes) != 1 || f.Fixes[0].Action != "restart-controller-leader" ||
 			f.Fixes[0].Risk != report.RiskMedium {
 			t.Fatalf("got %s with fixes %+v, want restart-controller-leader at medium risk (a second Ready replica)", f.RootCause.ID, f.Fixes)
 		}
 		leader := m.Leader()
-		stdout, stderr, code := runPlugin(t, k.c.Kubeconfig, "fix", "-n", ns, "--checks", "rollout-stalled", "--min-age", "0s", f.ID, "--yes", "-o", "json")
+		stdout, stderr, code := pluginOn(k.c.Kubeconfig).fix(t, "-n", ns, "--checks", "rollout-stalled", "--min-age", "0s", f.ID, "--yes", "-o", "json").out()
 		if res := krFixResults(t, stdout); code != 0 || len(res) != 1 || res[0].Status != "applied" {
 			t.Fatalf("fix: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}
@@ -113,8 +113,8 @@ func TestRolloutStalledSidecarSet(t *testing.T) {
 			return m.Leader() != "" && m.Leader() != leader && ssAllUpdated(t, k, ns, "ss-leak", 2), nil
 		})
 		ssWaitStatus(t, k, "ss-leak", 2, 2, 2)
-		if rep := roScan(t, k, ns, 0, "--min-age", "0s"); len(rep.Findings) != 0 {
-			t.Errorf("the update completed, yet:\n%s", krSummaries(rep))
+		if rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns, "--min-age", "0s")...).wantExit(0).report(); len(rep.Findings) != 0 {
+			t.Errorf("the update completed, yet:\n%s", summaries(rep))
 		}
 	})
 }
@@ -218,7 +218,7 @@ func ssAllUpdated(t *testing.T, k *krEnv, ns, name string, want int) bool {
 func ssOnly(t *testing.T, rep *report.Report) report.Finding {
 	t.Helper()
 	if len(rep.Findings) != 1 || rep.Findings[0].Object.Kind != "SidecarSet" || rep.Findings[0].Object.Name != "ss-leak" {
-		t.Fatalf("want one finding on SidecarSet ss-leak, got:\n%s", krSummaries(rep))
+		t.Fatalf("want one finding on SidecarSet ss-leak, got:\n%s", summaries(rep))
 	}
 	return rep.Findings[0]
 }

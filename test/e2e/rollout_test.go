@@ -97,19 +97,9 @@ func roRollOut(t *testing.T, k *krEnv, ns, updateType string, rollouts []roRollo
 	}
 }
 
-// roScan runs scan -n ns --checks rollout-stalled with args and wants exit code want.
-func roScan(t *testing.T, k *krEnv, ns string, want int, args ...string) *report.Report {
-	t.Helper()
-	args = append([]string{"scan", "-n", ns, "--checks", "rollout-stalled", "-o", "json"}, args...)
-	stdout, stderr, code := runPlugin(t, k.c.Kubeconfig, args...)
-	if code != want {
-		t.Fatalf("scan: exit %d, want %d\n%s\n%s", code, want, stdout, stderr)
-	}
-	var rep report.Report
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
-		t.Fatalf("scan -o json: %v\n%s", err, stdout)
-	}
-	return &rep
+// roArgs are the arguments of scan -n ns --checks rollout-stalled, then args.
+func roArgs(ns string, args ...string) []string {
+	return append([]string{"-n", ns, "--checks", "rollout-stalled", "-o", "json"}, args...)
 }
 
 // CloneSet rollouts to a template whose pods the kubelet cannot start, produced by the controllers
@@ -139,9 +129,9 @@ func TestRolloutStalledCloneSetPods(t *testing.T) {
 		{name: "staged", deadline: 30, template: pull, strategy: map[string]any{"partition": int64(2)}, reason: "ProgressPartitionAvailable"},
 	}, func() {})
 
-	rep := roScan(t, k, ns, 2)
+	rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(2).report()
 	if len(rep.Findings) != 2 {
-		t.Fatalf("want findings on pull and crash only, got:\n%s", krSummaries(rep))
+		t.Fatalf("want findings on pull and crash only, got:\n%s", summaries(rep))
 	}
 	assertFinding(t, krFind(t, rep, "rollout-stalled", "pull"), "image-pull-failing", report.SeverityError,
 		[]string{"waits with ImagePullBackOff for image nginx:1.28-typo", `Back-off pulling image "nginx:1.28-typo"`, "0 of them ready"}, nil)
@@ -180,9 +170,9 @@ func TestRolloutStalledInPlace(t *testing.T) {
 		}
 	})
 
-	rep := roScan(t, k, ns, 2)
+	rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(2).report()
 	if len(rep.Findings) != 2 {
-		t.Fatalf("want findings on hooked and unfinished only, got:\n%s", krSummaries(rep))
+		t.Fatalf("want findings on hooked and unfinished only, got:\n%s", summaries(rep))
 	}
 	assertFinding(t, krFind(t, rep, "rollout-stalled", "hooked"), "inplace-update-hook-pending", report.SeverityError,
 		[]string{"is PreparingUpdate since", "held by the inPlaceUpdate hook's finalizer " + drain}, nil)
