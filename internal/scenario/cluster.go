@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kruisemanager"
 )
 
 // KwokLabel is the node label kwok selects the nodes it plays the kubelet of by. The apiserver
@@ -59,7 +61,7 @@ func ClusterOptions(dir string) (testcluster.Options, Files, error) {
 		return testcluster.Options{}, files, fmt.Errorf("scenario files: %w", err)
 	}
 	config := filepath.Join(dir, "kwok.yaml")
-	if err := os.WriteFile(config, []byte(KwokStages+KwokResizeDeferred+KwokContainerRestarts+KwokClusterLogs(KruiseNamespace, managerContainer, files.ManagerLog)), 0o600); err != nil {
+	if err := os.WriteFile(config, []byte(KwokStages+KwokResizeDeferred+KwokContainerRestarts+KwokClusterLogs(kruisemanager.Namespace, kruisemanager.Container, files.ManagerLog)), 0o600); err != nil {
 		return testcluster.Options{}, files, fmt.Errorf("scenario files: %w", err)
 	}
 	return testcluster.Options{

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kruisemanager"
 )
 
 // Field managers of the people and tools that write the scenario's objects.
@@ -213,7 +215,7 @@ func (b *builder) waitCloneSetSteady(ctx context.Context, ns, name string) error
 		}
 		running := int32(0)
 		for _, p := range pods {
-			if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && podReady(&p) {
+			if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && kruisemanager.PodReady(&p) {
 				running++
 			}
 		}

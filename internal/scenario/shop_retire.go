@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kruisemanager"
 )
 
 // The session drainer: the preDelete hook of wishlist, which lets a pod go once its sessions moved.
@@ -65,7 +67,7 @@ func (b *builder) retire(ctx context.Context, shop *Shop) error {
 		return err
 	}
 	// A replacement would show within the stand-in's next reconciles; none may come.
-	time.Sleep(2 * retryPeriod)
+	time.Sleep(2 * kruisemanager.RetryPeriod)
 	if live, err := b.livePods(ctx, Namespace, "app="+app); err != nil || len(live) != 3 {
 		return fmt.Errorf("CloneSet %s replaced its PreparingDelete pod (%d pods): %v", app, len(live), err)
 	}

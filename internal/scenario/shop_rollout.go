@@ -9,6 +9,8 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kruisemanager"
 )
 
 // progressDeadline is the rollout CloneSets' spec.progressDeadlineSeconds, as short as the
@@ -54,8 +56,8 @@ func (b *builder) rollouts(ctx context.Context, shop *Shop) error {
 			return err
 		}
 	}
-	for name, want := range map[string]string{"coupons": reasonAvailable, "ratings": reasonDeadlineExceeded,
-		"gifts": reasonPaused, "promos": reasonPartitionAvailable} {
+	for name, want := range map[string]string{"coupons": kruisemanager.ReasonAvailable, "ratings": kruisemanager.ReasonDeadlineExceeded,
+		"gifts": kruisemanager.ReasonPaused, "promos": kruisemanager.ReasonPartitionAvailable} {
 		if err := b.waitProgressing(ctx, name, want); err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kruisemanager"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
@@ -102,7 +103,7 @@ func TestRolloutStalledInPlaceOnNode(t *testing.T) {
 		rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(2).report()
 		assertFinding(t, krFind(t, rep, "rollout-stalled", "relabel"), "inplace-daemon-missing", report.SeverityError, []string{
 			"waits for kruise-daemon on node " + relabeled.Spec.NodeName,
-			"DaemonSet " + scenario.KruiseNamespace + "/kruise-daemon: 0 of 0 pods available; its pods were not read: the scan covers namespace " +
+			"DaemonSet " + kruisemanager.Namespace + "/kruise-daemon: 0 of 0 pods available; its pods were not read: the scan covers namespace " +
 				ns + " only"}, nil)
 		// A scan of every namespace lists the daemon's pods: none is on the node.
 		stdout, stderr, code := pluginOn(k.c.Kubeconfig).scan(t, "-A", "--checks", "rollout-stalled", "-o", "json").out()
@@ -111,7 +112,7 @@ func TestRolloutStalledInPlaceOnNode(t *testing.T) {
 			t.Fatalf("scan -A: exit %d (%v)\n%s\n%s", code, err, stdout, stderr)
 		}
 		assertFinding(t, krFind(t, &all, "rollout-stalled", "relabel"), "inplace-daemon-missing", report.SeverityError, []string{
-			"DaemonSet " + scenario.KruiseNamespace + "/kruise-daemon: 0 of 0 pods available; no kruise-daemon pod is on node " +
+			"DaemonSet " + kruisemanager.Namespace + "/kruise-daemon: 0 of 0 pods available; no kruise-daemon pod is on node " +
 				relabeled.Spec.NodeName + ": the DaemonSet has no pods"}, nil)
 	})
 }
@@ -163,16 +164,16 @@ func roDaemonElsewhere(t *testing.T, k *krEnv) {
 	affinity := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
 			{Key: scenario.KwokLabel, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"virtual-kubelet", scenario.KwokLabelValue}}}}}}}}
-	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "kruise-daemon", Namespace: scenario.KruiseNamespace, Labels: labels},
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "kruise-daemon", Namespace: kruisemanager.Namespace, Labels: labels},
 		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: corev1.PodTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: labels},
 			Spec: corev1.PodSpec{Affinity: affinity, HostNetwork: true,
 				Containers: []corev1.Container{{Name: "daemon", Image: "openkruise/kruise-manager:v1.9.0", Command: []string{"/kruise-daemon"}}}}}}}
-	if _, err := k.cs.AppsV1().DaemonSets(scenario.KruiseNamespace).Create(k.ctx, ds, metav1.CreateOptions{FieldManager: "helm"}); err != nil {
+	if _, err := k.cs.AppsV1().DaemonSets(kruisemanager.Namespace).Create(k.ctx, ds, metav1.CreateOptions{FieldManager: "helm"}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, time.Minute, "kube-controller-manager to observe DaemonSet kruise-daemon", func(ctx context.Context) (bool, error) {
-		got, err := k.cs.AppsV1().DaemonSets(scenario.KruiseNamespace).Get(ctx, "kruise-daemon", metav1.GetOptions{})
+		got, err := k.cs.AppsV1().DaemonSets(kruisemanager.Namespace).Get(ctx, "kruise-daemon", metav1.GetOptions{})
 		return err == nil && got.Status.ObservedGeneration == got.Generation, err
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kruisemanager"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
@@ -133,7 +134,7 @@ func ssCreate(t *testing.T, k *krEnv, name string) {
 }
 
 // ssPod creates a pod the SidecarSet selects, injected as the pod webhook admits it.
-func ssPod(t *testing.T, k *krEnv, m *scenario.KruiseManager, ns, name, app string, restarts bool) {
+func ssPod(t *testing.T, k *krEnv, m *kruisemanager.Manager, ns, name, app string, restarts bool) {
 	t.Helper()
 	labels := map[string]string{"app": app}
 	if restarts {
@@ -224,10 +225,10 @@ func ssOnly(t *testing.T, rep *report.Report) report.Finding {
 }
 
 // ssManagerVerbosity rolls the manager Deployment out with --v=v and waits until a pod of it leads.
-func ssManagerVerbosity(t *testing.T, k *krEnv, m *scenario.KruiseManager, v int) {
+func ssManagerVerbosity(t *testing.T, k *krEnv, m *kruisemanager.Manager, v int) {
 	t.Helper()
-	deps := k.cs.AppsV1().Deployments(scenario.KruiseNamespace)
-	d, err := deps.Get(k.ctx, scenario.KruiseDeployment, metav1.GetOptions{})
+	deps := k.cs.AppsV1().Deployments(kruisemanager.Namespace)
+	d, err := deps.Get(k.ctx, kruisemanager.Deployment, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +247,7 @@ func ssManagerVerbosity(t *testing.T, k *krEnv, m *scenario.KruiseManager, v int
 		if leader == "" {
 			return false, nil
 		}
-		p, err := k.cs.CoreV1().Pods(scenario.KruiseNamespace).Get(ctx, leader, metav1.GetOptions{})
+		p, err := k.cs.CoreV1().Pods(kruisemanager.Namespace).Get(ctx, leader, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}

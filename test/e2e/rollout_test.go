@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kruisemanager"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
@@ -22,7 +23,7 @@ func rolloutCluster(t *testing.T, kruiseFeatureGates ...string) *krEnv {
 }
 
 // rolloutClusterManager is rolloutCluster with the stand-in, for tests that arm its races.
-func rolloutClusterManager(t *testing.T, kruiseFeatureGates ...string) (*krEnv, *scenario.KruiseManager) {
+func rolloutClusterManager(t *testing.T, kruiseFeatureGates ...string) (*krEnv, *kruisemanager.Manager) {
 	t.Helper()
 	c, files := scenarioCluster(t)
 	// The rollouts are v1.9.0's: its Deployment image, and its stand-in behaviour where releases differ.

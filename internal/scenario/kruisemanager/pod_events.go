@@ -1,4 +1,4 @@
-package scenario
+package kruisemanager
 
 import (
 	"strings"
@@ -98,7 +98,7 @@ func (p *leaderProcess) ignoreUpdate(key string, oldPod, cur *corev1.Pod) bool {
 // pod's generation, readiness or a preDelete/inPlaceUpdate hook finalizer changed. preNormal hook
 // finalizers are missing from that list (openkruise/kruise#2057).
 func ignorePodUpdate(w *kruise.Workload, oldPod, cur *corev1.Pod) bool {
-	if oldPod.Generation != cur.Generation || podReady(oldPod) != podReady(cur) {
+	if oldPod.Generation != cur.Generation || PodReady(oldPod) != PodReady(cur) {
 		return false
 	}
 	for _, h := range []*kruise.LifecycleHook{w.Lifecycle.PreDelete, w.Lifecycle.InPlaceUpdate} {

@@ -1,4 +1,4 @@
-package scenario
+package kruisemanager
 
 import (
 	"context"
@@ -33,7 +33,7 @@ type sidecarSetController struct {
 	exp   *updateExpectations
 
 	mu sync.Mutex
-	// deleted are the pods whose delete event someone waits to see handled (kruise_sidecarset_race.go).
+	// deleted are the pods whose delete event someone waits to see handled (sidecarset_race.go).
 	deleted map[string]chan struct{}
 }
 

@@ -1,4 +1,4 @@
-package scenario
+package kruisemanager
 
 import (
 	"context"
@@ -287,7 +287,7 @@ func (st *astsState) status() map[string]any {
 
 // isRunningAndReady is the StatefulSet's: Running with condition Ready.
 func isRunningAndReady(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodRunning && podReady(pod)
+	return pod.Status.Phase == corev1.PodRunning && PodReady(pod)
 }
 
 // astsAvailable is isRunningAndAvailable without minReadySeconds: Normal, Running and Ready.

@@ -1,4 +1,4 @@
-package scenario
+package kruisemanager
 
 import (
 	"context"
@@ -99,7 +99,7 @@ func templateHash(u *unstructured.Unstructured) (string, error) {
 // leavesPreparingNormal is refreshPodState's condition for PreparingNormal -> Normal: the preNormal
 // hook satisfied; without a hook, from v1.9.0 once the pod is bound to a node (util.HasPodScheduled,
 // pkg/controller/cloneset/sync/cloneset_update.go, openkruise/kruise#1485), before it at once.
-func (m *KruiseManager) leavesPreparingNormal(w *kruise.Workload, pod *corev1.Pod) bool {
+func (m *Manager) leavesPreparingNormal(w *kruise.Workload, pod *corev1.Pod) bool {
 	if w.Lifecycle.PreNormal != nil {
 		return allHooked(w.Lifecycle.PreNormal, pod)
 	}
@@ -220,7 +220,7 @@ func (p *leaderProcess) event(ctx context.Context, w *kruise.Workload, typ, reas
 }
 
 // recordEvent records an event on the workload from the named controller.
-func recordEvent(ctx context.Context, m *KruiseManager, controller string, w *kruise.Workload, typ, reason, msg string) {
+func recordEvent(ctx context.Context, m *Manager, controller string, w *kruise.Workload, typ, reason, msg string) {
 	now := metav1.Now()
 	e := &corev1.Event{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", w.Name, now.UnixNano()), Namespace: w.Namespace},
@@ -306,7 +306,7 @@ func (p *leaderProcess) writeStatus(ctx context.Context, u *unstructured.Unstruc
 }
 
 // podReady says whether the pod's Ready condition is True (podutil.IsPodReady).
-func podReady(p *corev1.Pod) bool {
+func PodReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue
@@ -323,7 +323,7 @@ func podUpdateReady(p *corev1.Pod) bool {
 			return false
 		}
 	}
-	return p.Status.Phase == corev1.PodRunning && podReady(p)
+	return p.Status.Phase == corev1.PodRunning && PodReady(p)
 }
 
 func hasString(list []string, s string) bool {

@@ -1,4 +1,4 @@
-package scenario
+package kruisemanager
 
 import (
 	"encoding/json"

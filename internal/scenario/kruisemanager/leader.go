@@ -1,4 +1,4 @@
-package scenario
+package kruisemanager
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 
 // leaderProcess is the leading manager container: its informers, work queue and memory.
 type leaderProcess struct {
-	m        *KruiseManager
+	m        *Manager
 	pod      string
 	identity string
 	cancel   context.CancelFunc
@@ -36,7 +36,7 @@ type leaderProcess struct {
 
 const byController = "controller"
 
-func (m *KruiseManager) startLeader(parent context.Context, pod, identity string) (*leaderProcess, error) {
+func (m *Manager) startLeader(parent context.Context, pod, identity string) (*leaderProcess, error) {
 	log := &managerLog{path: m.logFile, verbosity: m.podVerbosity(parent, pod)}
 	if err := log.reset(); err != nil {
 		return nil, err
@@ -45,8 +45,8 @@ func (m *KruiseManager) startLeader(parent context.Context, pod, identity string
 	p := &leaderProcess{m: m, pod: pod, identity: identity, cancel: cancel, done: make(chan struct{}), log: log,
 		exp:   newScaleExpectations(),
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
-	log.info("leaderelection.go:254", "attempting to acquire leader lease %s/%s...", KruiseNamespace, kruiseLease)
-	log.info("leaderelection.go:268", "successfully acquired lease %s/%s", KruiseNamespace, kruiseLease)
+	log.info("leaderelection.go:254", "attempting to acquire leader lease %s/%s...", Namespace, leaderLease)
+	log.info("leaderelection.go:268", "successfully acquired lease %s/%s", Namespace, leaderLease)
 
 	p.podsLW = &outageListWatch{lw: cache.NewListWatchFromClient(m.kube.CoreV1().RESTClient(), "pods", metav1.NamespaceAll, fields.Everything())}
 	p.pods = cache.NewSharedIndexInformer(p.podsLW, &corev1.Pod{}, 0, cache.Indexers{byController: func(obj any) ([]string, error) {
@@ -145,7 +145,7 @@ func (p *leaderProcess) enqueueObject(obj any) {
 }
 
 // stopLeader ends the leading process, and with it everything it kept in memory.
-func (m *KruiseManager) stopLeader() {
+func (m *Manager) stopLeader() {
 	m.mu.Lock()
 	p := m.leader
 	m.leader = nil

@@ -1,4 +1,4 @@
-package scenario
+package kruisemanager
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 // tick is one round of the replicas' leader election, as controller-runtime runs it over the
 // Lease: the leader renews while its pod runs; otherwise a Running replica takes an expired Lease.
-func (m *KruiseManager) tick(ctx context.Context) {
+func (m *Manager) tick(ctx context.Context) {
 	m.mu.Lock()
 	p := m.leader
 	m.mu.Unlock()
@@ -25,7 +25,7 @@ func (m *KruiseManager) tick(ctx context.Context) {
 		}
 		if !alive {
 			// The container got SIGTERM: the process ends, and with it everything it kept in memory.
-			m.logf("kruise-manager: leader pod %s/%s is going away; its Lease stays until it expires", KruiseNamespace, p.pod)
+			m.logf("kruise-manager: leader pod %s/%s is going away; its Lease stays until it expires", Namespace, p.pod)
 			m.stopLeader()
 			return
 		}
@@ -39,8 +39,8 @@ func (m *KruiseManager) tick(ctx context.Context) {
 
 // podRunning reports whether the manager pod's process would still run: the pod exists and is
 // not being deleted.
-func (m *KruiseManager) podRunning(ctx context.Context, name string) (bool, error) {
-	pod, err := m.kube.CoreV1().Pods(KruiseNamespace).Get(ctx, name, metav1.GetOptions{})
+func (m *Manager) podRunning(ctx context.Context, name string) (bool, error) {
+	pod, err := m.kube.CoreV1().Pods(Namespace).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil
@@ -50,8 +50,8 @@ func (m *KruiseManager) podRunning(ctx context.Context, name string) (bool, erro
 	return pod.DeletionTimestamp == nil, nil
 }
 
-func (m *KruiseManager) renew(ctx context.Context, identity string) error {
-	lease, err := m.kube.CoordinationV1().Leases(KruiseNamespace).Get(ctx, kruiseLease, metav1.GetOptions{})
+func (m *Manager) renew(ctx context.Context, identity string) error {
+	lease, err := m.kube.CoordinationV1().Leases(Namespace).Get(ctx, leaderLease, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
@@ -61,14 +61,14 @@ func (m *KruiseManager) renew(ctx context.Context, identity string) error {
 		return nil
 	}
 	lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-	_, err = m.kube.CoordinationV1().Leases(KruiseNamespace).Update(ctx, lease, metav1.UpdateOptions{FieldManager: managerFieldManager})
+	_, err = m.kube.CoordinationV1().Leases(Namespace).Update(ctx, lease, metav1.UpdateOptions{FieldManager: managerFieldManager})
 	return err
 }
 
 // tryAcquire takes the Lease for a Running manager pod once nobody holds it validly.
-func (m *KruiseManager) tryAcquire(ctx context.Context) {
-	leases := m.kube.CoordinationV1().Leases(KruiseNamespace)
-	lease, err := leases.Get(ctx, kruiseLease, metav1.GetOptions{})
+func (m *Manager) tryAcquire(ctx context.Context) {
+	leases := m.kube.CoordinationV1().Leases(Namespace)
+	lease, err := leases.Get(ctx, leaderLease, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		lease = nil
@@ -96,7 +96,7 @@ func (m *KruiseManager) tryAcquire(ctx context.Context) {
 	if lease == nil {
 		zero := int32(0)
 		spec.LeaseTransitions = &zero
-		_, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: kruiseLease, Namespace: KruiseNamespace}, Spec: spec},
+		_, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaderLease, Namespace: Namespace}, Spec: spec},
 			metav1.CreateOptions{FieldManager: managerFieldManager})
 	} else {
 		n := int32(1)
@@ -118,18 +118,18 @@ func (m *KruiseManager) tryAcquire(ctx context.Context) {
 	m.mu.Lock()
 	m.leader = p
 	m.mu.Unlock()
-	m.logf("kruise-manager: pod %s/%s leads (Lease %s/%s, holder %s)", KruiseNamespace, pod, KruiseNamespace, kruiseLease, identity)
+	m.logf("kruise-manager: pod %s/%s leads (Lease %s/%s, holder %s)", Namespace, pod, Namespace, leaderLease, identity)
 }
 
 // candidate is the oldest Running, Ready manager pod that is not being deleted.
-func (m *KruiseManager) candidate(ctx context.Context) (string, error) {
-	list, err := m.kube.CoreV1().Pods(KruiseNamespace).List(ctx, metav1.ListOptions{LabelSelector: "control-plane=controller-manager"})
+func (m *Manager) candidate(ctx context.Context) (string, error) {
+	list, err := m.kube.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: "control-plane=controller-manager"})
 	if err != nil {
 		return "", err
 	}
 	var pods []corev1.Pod
 	for _, p := range list.Items {
-		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && podReady(&p) {
+		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && PodReady(&p) {
 			pods = append(pods, p)
 		}
 	}

@@ -1,4 +1,4 @@
-package scenario
+package kruisemanager
 
 import (
 	"fmt"
@@ -206,7 +206,7 @@ func TestLeavesPreparingNormal(t *testing.T) {
 		{"v1.9.0, hook satisfied, not bound", true, hooked, pod("", "example.com/ready"), true},
 		{"v1.9.0, hook not satisfied, bound", true, hooked, pod("node-1"), false},
 	} {
-		m := &KruiseManager{waitScheduled: tc.waitScheduled}
+		m := &Manager{waitScheduled: tc.waitScheduled}
 		if got := m.leavesPreparingNormal(tc.w, tc.pod); got != tc.want {
 			t.Errorf("%s: leaves PreparingNormal = %v, want %v", tc.name, got, tc.want)
 		}
@@ -215,11 +215,11 @@ func TestLeavesPreparingNormal(t *testing.T) {
 
 func TestReleaseAtLeast(t *testing.T) {
 	for v, want := range map[string]bool{"v1.7.0": false, "v1.8.4": false, "v1.9.0": true, "v1.10.1": true} {
-		if got, err := releaseAtLeast(v, "v1.9.0"); err != nil || got != want {
-			t.Errorf("releaseAtLeast(%s, v1.9.0) = %v, %v; want %v", v, got, err, want)
+		if got, err := ReleaseAtLeast(v, "v1.9.0"); err != nil || got != want {
+			t.Errorf("ReleaseAtLeast(%s, v1.9.0) = %v, %v; want %v", v, got, err, want)
 		}
 	}
-	if _, err := releaseAtLeast("latest", "v1.9.0"); err == nil {
+	if _, err := ReleaseAtLeast("latest", "v1.9.0"); err == nil {
 		t.Error("a tag that is no version is accepted")
 	}
 }

@@ -1,4 +1,4 @@
-package scenario
+package kruisemanager
 
 import (
 	"sort"
@@ -84,8 +84,8 @@ func activeFirst(a, b *corev1.Pod) bool {
 	if (a.Status.Phase == corev1.PodRunning) != (b.Status.Phase == corev1.PodRunning) {
 		return a.Status.Phase != corev1.PodRunning
 	}
-	if podReady(a) != podReady(b) {
-		return !podReady(a)
+	if PodReady(a) != PodReady(b) {
+		return !PodReady(a)
 	}
 	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
 		return b.CreationTimestamp.Before(&a.CreationTimestamp)

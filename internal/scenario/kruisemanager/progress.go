@@ -1,4 +1,4 @@
-package scenario
+package kruisemanager
 
 import (
 	"context"
@@ -78,11 +78,11 @@ func (p *leaderProcess) update(ctx context.Context, w *kruise.Workload, updateRe
 
 // Progressing condition reasons (apps/v1alpha1 cloneset_types.go, v1.9.0).
 const (
-	reasonAvailable          = "CloneSetAvailable"
-	reasonPaused             = "CloneSetPaused"
-	reasonPartitionAvailable = "ProgressPartitionAvailable"
-	reasonDeadlineExceeded   = "ProgressDeadlineExceeded"
-	reasonUpdated            = "CloneSetUpdated"
+	ReasonAvailable          = "CloneSetAvailable"
+	ReasonPaused             = "CloneSetPaused"
+	ReasonPartitionAvailable = "ProgressPartitionAvailable"
+	ReasonDeadlineExceeded   = "ProgressDeadlineExceeded"
+	ReasonUpdated            = "CloneSetUpdated"
 )
 
 // progressCounts are the status counts calculateProgressingStatus reads.
@@ -112,23 +112,23 @@ func progressing(w *kruise.Workload, deadline *int32, conds any, c progressCount
 		return out, -1
 	}
 	wait := time.Duration(*deadline) * time.Second
-	status, reason, msg, requeue := "True", reasonUpdated, "CloneSet is progressing", time.Duration(-1)
+	status, reason, msg, requeue := "True", ReasonUpdated, "CloneSet is progressing", time.Duration(-1)
 	lastUpdate := func() time.Time {
 		t, _ := time.Parse(time.RFC3339, fmt.Sprint(cur["lastUpdateTime"]))
 		return t
 	}
 	switch {
 	case c.currentRevision == c.updateRevision && c.replicas == c.expectedReplicas(w) && c.updated == c.replicas && c.updatedAvailable == c.replicas:
-		reason, msg = reasonAvailable, "CloneSet is available"
+		reason, msg = ReasonAvailable, "CloneSet is available"
 	case w.Paused:
-		reason, msg = reasonPaused, "CloneSet is paused"
+		reason, msg = ReasonPaused, "CloneSet is paused"
 	case c.expectedUpdated < c.expectedReplicas(w) && c.expectedUpdated <= c.updatedAvailable:
-		reason, msg = reasonPartitionAvailable, "CloneSet has been paused due to partition ready"
-	case cur != nil && (cur["reason"] == reasonDeadlineExceeded || lastUpdate().Add(wait).Before(now)):
-		status, reason, msg = "False", reasonDeadlineExceeded, fmt.Sprintf("CloneSet revision %s has timed out progressing", c.updateRevision)
+		reason, msg = ReasonPartitionAvailable, "CloneSet has been paused due to partition ready"
+	case cur != nil && (cur["reason"] == ReasonDeadlineExceeded || lastUpdate().Add(wait).Before(now)):
+		status, reason, msg = "False", ReasonDeadlineExceeded, fmt.Sprintf("CloneSet revision %s has timed out progressing", c.updateRevision)
 	default:
 		requeue = time.Second
-		if cur != nil && cur["reason"] == reasonUpdated {
+		if cur != nil && cur["reason"] == ReasonUpdated {
 			requeue = max(lastUpdate().Add(wait).Sub(now), 0) + time.Second
 		} else {
 			requeue = wait + time.Second

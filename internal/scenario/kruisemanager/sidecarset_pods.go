@@ -1,4 +1,4 @@
-package scenario
+package kruisemanager
 
 import (
 	"context"
@@ -183,7 +183,7 @@ func (c *sidecarSetController) podUpdated(oldObj, newObj any) {
 		}
 		switch {
 		case (oldPod.DeletionTimestamp == nil && cur.DeletionTimestamp != nil) ||
-			(oldPod.DeletionTimestamp == nil && podReady(oldPod) != podReady(cur)):
+			(oldPod.DeletionTimestamp == nil && PodReady(oldPod) != PodReady(cur)):
 			c.queue.Add(ss.Name)
 		case oldPod.DeletionTimestamp != nil:
 		case ss.consistent(oldPod) != ss.consistent(cur):
@@ -200,7 +200,7 @@ func (c *sidecarSetController) podUpdated(oldObj, newObj any) {
 // update expectation. The expectation then names a pod that no longer exists and is never
 // cleared: the SidecarSet updates nothing more, logging "update in flight" every second, until
 // the leader restarts.
-func (m *KruiseManager) DeletePodInSidecarUpdate(sidecarSet string) {
+func (m *Manager) DeletePodInSidecarUpdate(sidecarSet string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.sidecarRaces == nil {
@@ -209,7 +209,7 @@ func (m *KruiseManager) DeletePodInSidecarUpdate(sidecarSet string) {
 	m.sidecarRaces[sidecarSet]++
 }
 
-func (m *KruiseManager) takeSidecarRace(sidecarSet string) bool {
+func (m *Manager) takeSidecarRace(sidecarSet string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.sidecarRaces[sidecarSet] == 0 {

@@ -1,4 +1,4 @@
-package scenario
+package kruisemanager
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // kruise.io/sidecarset-injected-list and their hashes in kruise.io/sidecarset-hash and
 // -without-image. The stand-in runs no webhook, so pods that SidecarSets select are created
 // through this, already injected.
-func (m *KruiseManager) CreateInjectedPod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+func (m *Manager) CreateInjectedPod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
 	list, err := m.dyn.Resource(kruise.SidecarSets).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("list SidecarSets: %w", err)
@@ -62,14 +62,14 @@ func (m *KruiseManager) CreateInjectedPod(ctx context.Context, pod *corev1.Pod) 
 
 // podVerbosity is the klog verbosity (--v) the manager container of the pod runs with: what the
 // leader started in it logs with klog.V. klog's default is 0.
-func (m *KruiseManager) podVerbosity(ctx context.Context, name string) int {
-	pod, err := m.kube.CoreV1().Pods(KruiseNamespace).Get(ctx, name, metav1.GetOptions{})
+func (m *Manager) podVerbosity(ctx context.Context, name string) int {
+	pod, err := m.kube.CoreV1().Pods(Namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return 0
 	}
 	v := 0
 	for _, c := range pod.Spec.Containers {
-		if c.Name != managerContainer {
+		if c.Name != Container {
 			continue
 		}
 		for _, a := range c.Args {

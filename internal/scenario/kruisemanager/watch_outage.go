@@ -1,4 +1,4 @@
-package scenario
+package kruisemanager
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // PodWatchOutage cuts the leader's pod watch the way a broken connection does, runs fn, then lets
 // the watch recover: the informer re-lists, and whatever was created and deleted in between is
 // never seen (openkruise/kruise#1765). It returns once the re-list happened.
-func (m *KruiseManager) PodWatchOutage(ctx context.Context, fn func(context.Context) error) error {
+func (m *Manager) PodWatchOutage(ctx context.Context, fn func(context.Context) error) error {
 	m.mu.Lock()
 	p := m.leader
 	m.mu.Unlock()

@@ -1,4 +1,4 @@
-package scenario
+package kruisemanager
 
 import (
 	corev1 "k8s.io/api/core/v1"

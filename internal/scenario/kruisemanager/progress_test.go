@@ -1,4 +1,4 @@
-package scenario
+package kruisemanager
 
 import (
 	"testing"
@@ -35,26 +35,26 @@ func TestProgressingCondition(t *testing.T) {
 
 	// No condition yet: progressing, looked at again once the deadline passes.
 	conds, requeue := progressing(w, w.ProgressDeadlineSeconds, nil, rolling, now)
-	if reason(conds) != reasonUpdated || requeue != 31*time.Second {
+	if reason(conds) != ReasonUpdated || requeue != 31*time.Second {
 		t.Fatalf("got %s, requeue %s", reason(conds), requeue)
 	}
 	// Unchanged 31s later: the kept lastUpdateTime is past the deadline.
 	conds, _ = progressing(w, w.ProgressDeadlineSeconds, conds, rolling, now.Add(31*time.Second))
-	if c := conds[0].(map[string]any); c["reason"] != reasonDeadlineExceeded || c["status"] != "False" {
+	if c := conds[0].(map[string]any); c["reason"] != ReasonDeadlineExceeded || c["status"] != "False" {
 		t.Fatalf("got %v", c)
 	}
 	// Once exceeded it stays so while the rollout is not done.
 	conds, _ = progressing(w, w.ProgressDeadlineSeconds, conds, rolling, now.Add(32*time.Second))
-	if reason(conds) != reasonDeadlineExceeded {
+	if reason(conds) != ReasonDeadlineExceeded {
 		t.Fatalf("got %s", reason(conds))
 	}
 	done := progressCounts{replicas: 2, updated: 2, updatedAvailable: 2, expectedUpdated: 2, currentRevision: "x-2", updateRevision: "x-2"}
-	if conds, _ = progressing(w, w.ProgressDeadlineSeconds, conds, done, now.Add(40*time.Second)); reason(conds) != reasonAvailable {
+	if conds, _ = progressing(w, w.ProgressDeadlineSeconds, conds, done, now.Add(40*time.Second)); reason(conds) != ReasonAvailable {
 		t.Fatalf("got %s", reason(conds))
 	}
 	// Paused: True/CloneSetPaused however long it waits.
 	pw := progressWorkload(t, int64(30), true)
-	if conds, _ = progressing(pw, pw.ProgressDeadlineSeconds, conds, rolling, now.Add(time.Hour)); reason(conds) != reasonPaused {
+	if conds, _ = progressing(pw, pw.ProgressDeadlineSeconds, conds, rolling, now.Add(time.Hour)); reason(conds) != ReasonPaused {
 		t.Fatalf("got %s", reason(conds))
 	}
 	// Without progressDeadlineSeconds the condition is removed, other conditions kept.

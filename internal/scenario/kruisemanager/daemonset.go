@@ -1,4 +1,4 @@
-package scenario
+package kruisemanager
 
 import (
 	"context"
@@ -193,10 +193,10 @@ func (ds *adsState) oldPodsToDelete(raw *intstr.IntOrString) ([]*corev1.Pod, err
 		case !ok, (oldPod == nil) == (newPod == nil):
 			numUnavailable++
 		case newPod != nil:
-			if !podReady(newPod) {
+			if !PodReady(newPod) {
 				numUnavailable++
 			}
-		case !podReady(oldPod):
+		case !PodReady(oldPod):
 			allowed = append(allowed, oldPod)
 		case numUnavailable < maxUnavailable:
 			candidates = append(candidates, oldPod)
@@ -262,7 +262,7 @@ func (ds *adsState) status(observed bool) map[string]any {
 			desired++
 			if len(pods) > 0 {
 				current++
-				if podReady(pods[0]) {
+				if PodReady(pods[0]) {
 					ready++
 				}
 				if pods[0].Labels[revisionLabelKey] == ds.hash {

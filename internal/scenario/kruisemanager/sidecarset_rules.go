@@ -1,4 +1,4 @@
-package scenario
+package kruisemanager
 
 import (
 	"crypto/sha256"
@@ -248,7 +248,7 @@ func (s *sidecarSet) consistent(pod *corev1.Pod, names ...string) bool {
 
 // runningReady is IsPodReady without hot upgrade: Running with condition Ready.
 func runningReady(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodRunning && podReady(pod)
+	return pod.Status.Phase == corev1.PodRunning && PodReady(pod)
 }
 
 // status is calculateStatus: ready counts pods consistent and Ready.
