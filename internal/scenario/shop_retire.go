@@ -8,9 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
-
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kruisemanager"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 )
 
 // The session drainer: the preDelete hook of wishlist, which lets a pod go once its sessions moved.

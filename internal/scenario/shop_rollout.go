@@ -8,9 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
-
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kruisemanager"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 )
 
 // progressDeadline is the rollout CloneSets' spec.progressDeadlineSeconds, as short as the

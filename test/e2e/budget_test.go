@@ -16,6 +16,7 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kubelet"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
 )
 
@@ -34,9 +35,9 @@ func TestFixDisruptionBudget(t *testing.T) {
 	t.Parallel()
 	pluginBinary(t)
 	config := filepath.Join(t.TempDir(), "kwok.yaml")
-	stages := strings.Replace(scenario.KwokStages, "  next:\n    statusTemplate:",
+	stages := strings.Replace(kubelet.Stages, "  next:\n    statusTemplate:",
 		fmt.Sprintf("  delay:\n    durationMilliseconds: %d\n  next:\n    statusTemplate:", bgReadyDelay.Milliseconds()), 1)
-	if stages == scenario.KwokStages {
+	if stages == kubelet.Stages {
 		t.Fatal("could not add a delay to kwok's pod-running stage")
 	}
 	if err := os.WriteFile(config, []byte(stages), 0o600); err != nil {

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kubelet"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
@@ -35,7 +35,7 @@ const (
 
 func TestBlockingChains(t *testing.T) {
 	stages := filepath.Join(t.TempDir(), "kwok-stages.yaml")
-	if err := os.WriteFile(stages, []byte(scenario.KwokStages), 0o600); err != nil {
+	if err := os.WriteFile(stages, []byte(kubelet.Stages), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c := testcluster.Start(t, testcluster.Options{

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kubelet"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
@@ -341,7 +341,7 @@ func startKruiseCluster(t *testing.T) *krEnv {
 		t.Fatal(err)
 	}
 	// kwok serves the log of the manager container of every pod in krLogsNamespace from logFile.
-	config := scenario.KwokClusterLogs(krLogsNamespace, "manager", logFile)
+	config := kubelet.ClusterLogs(krLogsNamespace, "manager", logFile)
 	configFile := filepath.Join(dir, "kwok.yaml")
 	if err := os.WriteFile(configFile, []byte(config), 0o600); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kubelet"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
@@ -45,7 +45,7 @@ func TestRolloutStalledAdvanced(t *testing.T) {
 	const ns = "advanced"
 	k.namespace(t, ns)
 	pull := func(tpl map[string]any) map[string]any {
-		tpl["metadata"].(map[string]any)["labels"].(map[string]any)[scenario.KubeletLabel] = scenario.KubeletErrImagePull
+		tpl["metadata"].(map[string]any)["labels"].(map[string]any)[kubelet.Label] = kubelet.ErrImagePull
 		tpl["spec"].(map[string]any)["containers"] = []any{map[string]any{"name": "app", "image": "registry.shop.example/app:2-typo"}}
 		return tpl
 	}

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kruisemanager"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kubelet"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
@@ -54,7 +54,7 @@ func TestRolloutStalledInPlaceOnNode(t *testing.T) {
 	labels := func(key, value string) map[string]any {
 		return map[string]any{"labels": map[string]any{key: value}}
 	}
-	resizeFrom := map[string]any{"metadata": labels(scenario.KubeletFullNodeLabel, "true"), "spec": app("500m")}
+	resizeFrom := map[string]any{"metadata": labels(kubelet.FullNodeLabel, "true"), "spec": app("500m")}
 	resize := map[string]any{"spec": app("2")}
 	relabelFrom := map[string]any{"metadata": labels("version", "v1"), "spec": app("500m", version)}
 	relabel := map[string]any{"metadata": labels("version", "v2")}
@@ -163,7 +163,7 @@ func roDaemonElsewhere(t *testing.T, k *krEnv) {
 	labels := map[string]string{"control-plane": "daemon"}
 	affinity := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
-			{Key: scenario.KwokLabel, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"virtual-kubelet", scenario.KwokLabelValue}}}}}}}}
+			{Key: kubelet.NodeLabel, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"virtual-kubelet", kubelet.NodeLabelValue}}}}}}}}
 	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "kruise-daemon", Namespace: kruisemanager.Namespace, Labels: labels},
 		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: corev1.PodTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: labels},

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kubelet"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
@@ -69,7 +69,7 @@ func TestRolloutStalledPodsNotReady(t *testing.T) {
 	k := rolloutCluster(t)
 	const ns, gate = "not-ready", "target-health.elbv2.k8s.aws/k8s-notready-web-6f1e2d"
 	k.namespace(t, ns)
-	probe := map[string]any{"metadata": map[string]any{"labels": map[string]any{scenario.KubeletLabel: scenario.KubeletReadinessProbeFailing}},
+	probe := map[string]any{"metadata": map[string]any{"labels": map[string]any{kubelet.Label: kubelet.ReadinessProbeFailing}},
 		"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": "nginx:1.28",
 			"readinessProbe": map[string]any{"httpGet": map[string]any{"path": "/healthz", "port": int64(8080)}}}}}}
 	gated := map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": "nginx:1.28"}},

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kruisemanager"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kubelet"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
@@ -138,7 +138,7 @@ func ssPod(t *testing.T, k *krEnv, m *kruisemanager.Manager, ns, name, app strin
 	t.Helper()
 	labels := map[string]string{"app": app}
 	if restarts {
-		labels[scenario.KubeletRestartsLabel] = "true"
+		labels[kubelet.RestartsLabel] = "true"
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
 		Spec: corev1.PodSpec{NodeSelector: map[string]string{"pool": "main"}, Containers: []corev1.Container{{Name: "app", Image: "web:1"}}}}

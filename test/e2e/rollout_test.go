@@ -9,6 +9,7 @@ import (
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kruisemanager"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kubelet"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
@@ -116,12 +117,12 @@ func TestRolloutStalledCloneSetPods(t *testing.T) {
 	k := rolloutCluster(t)
 	const ns = "rollouts"
 	k.namespace(t, ns)
-	broken := func(kubelet, image string) map[string]any {
-		return map[string]any{"metadata": map[string]any{"labels": map[string]any{scenario.KubeletLabel: kubelet}},
+	broken := func(meets, image string) map[string]any {
+		return map[string]any{"metadata": map[string]any{"labels": map[string]any{kubelet.Label: meets}},
 			"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": image}}}}
 	}
-	pull := broken(scenario.KubeletErrImagePull, "nginx:1.28-typo")
-	crash := broken(scenario.KubeletCrashLoopBackOff, "nginx:1.28")
+	pull := broken(kubelet.ErrImagePull, "nginx:1.28-typo")
+	crash := broken(kubelet.CrashLoopBackOff, "nginx:1.28")
 	roRollOut(t, k, ns, "", []roRollout{
 		{name: "pull", deadline: 30, template: pull, reason: "ProgressDeadlineExceeded"},
 		{name: "crash", deadline: 30, template: crash, reason: "ProgressDeadlineExceeded"},

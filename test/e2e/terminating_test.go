@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kubelet"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fix"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
@@ -49,7 +50,7 @@ type teEnv struct {
 
 func TestStuckTerminating(t *testing.T) {
 	stages := filepath.Join(t.TempDir(), "kwok-stages.yaml")
-	if err := os.WriteFile(stages, []byte(scenario.KwokStages), 0o600); err != nil {
+	if err := os.WriteFile(stages, []byte(kubelet.Stages), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c := testcluster.Start(t, testcluster.Options{

@@ -1,14 +1,14 @@
-package scenario
+package kubelet
 
-// KubeletRestartsLabel on a pod (value "true") has kwok restart a container whose image the pod's
+// RestartsLabel on a pod (value "true") has kwok restart a container whose image the pod's
 // spec changes, as a kubelet does on an in-place update: the container's status takes the new
 // image and an imageID of it, its restartCount goes up and it runs Ready again. Without the label
 // kwok restarts nothing, and an in-place update never completes.
-const KubeletRestartsLabel = "scenario.workloaddoctor.test/restarts-containers"
+const RestartsLabel = "scenario.workloaddoctor.test/restarts-containers"
 
-// KwokContainerRestarts is the kwok stage behind KubeletRestartsLabel; ClusterOptions adds it to
-// KwokStages.
-const KwokContainerRestarts = `---
+// ContainerRestarts is the kwok stage behind RestartsLabel; scenario.ClusterOptions adds it to
+// Stages.
+const ContainerRestarts = `---
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
@@ -23,7 +23,7 @@ spec:
       operator: 'DoesNotExist'
     - key: '.status.podIP'
       operator: 'Exists'
-    - key: '.metadata.labels["` + KubeletRestartsLabel + `"]'
+    - key: '.metadata.labels["` + RestartsLabel + `"]'
       operator: 'In'
       values: ['true']
     - key: '[.spec.containers[].image] == [.status.containerStatuses[]?.image]'

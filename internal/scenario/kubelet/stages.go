@@ -1,28 +1,28 @@
-package scenario
+package kubelet
 
-// KubeletLabel on a pod names what kwok's kubelet meets starting it; see KwokStages.
+// Label on a pod names what kwok's kubelet meets starting it; see Stages.
 const (
-	KubeletLabel            = "scenario.workloaddoctor.test/kubelet"
-	KubeletErrImagePull     = "ErrImagePull"
-	KubeletCrashLoopBackOff = "CrashLoopBackOff"
-	// KubeletReadinessProbeFailing: the containers run and their readiness probe never passes.
-	KubeletReadinessProbeFailing = "ReadinessProbeFailing"
+	Label            = "scenario.workloaddoctor.test/kubelet"
+	ErrImagePull     = "ErrImagePull"
+	CrashLoopBackOff = "CrashLoopBackOff"
+	// ReadinessProbeFailing: the containers run and their readiness probe never passes.
+	ReadinessProbeFailing = "ReadinessProbeFailing"
 )
 
-// KwokStages are the pod stages kwok plays. kwok before v0.8 clears every finalizer when it
+// Stages are the pod stages kwok plays. kwok before v0.8 clears every finalizer when it
 // deletes a pod, which no kubelet does; these stages behave like a kubelet: a pod runs (its
 // containers' status reporting the resources allocated to them) and becomes Ready once every
 // readiness gate's condition is True, and a pod being deleted is deleted with
 // grace period 0 once "its containers stopped", leaving any finalizer for its owner. Ready follows
 // the pod's containers and readiness gates whenever they change (pod-readiness), with the
 // kubelet's reasons and messages (GeneratePodReadyCondition, pkg/kubelet/status/generate.go):
-// ContainersNotReady, else ReadinessGatesNotReady. A pod labelled KubeletLabel gets the statuses
+// ContainersNotReady, else ReadinessGatesNotReady. A pod labelled Label gets the statuses
 // a kubelet writes when its image cannot be pulled (ErrImagePull: Pending, waiting in
 // ImagePullBackOff), its container exits at start (CrashLoopBackOff: Running, not Ready,
 // restarted, last exit 1) or its readiness probe fails (ReadinessProbeFailing: Running, the
 // container running but not ready, and the kubelet's Unhealthy event).
 // Node stages stay kwok's defaults.
-const KwokStages = `apiVersion: kwok.x-k8s.io/v1alpha1
+const Stages = `apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
   name: pod-running
@@ -51,7 +51,7 @@ kind: Stage
 metadata:
   name: pod-readiness-probe-failing
 ` + podStarting + `      operator: 'In'
-      values: ['` + KubeletReadinessProbeFailing + `']
+      values: ['` + ReadinessProbeFailing + `']
   next:
     event:
       type: Warning
@@ -67,7 +67,7 @@ kind: Stage
 metadata:
   name: pod-image-pull-failing
 ` + podStarting + `      operator: 'In'
-      values: ['` + KubeletErrImagePull + `']
+      values: ['` + ErrImagePull + `']
 ` + podStarted + `      phase: Pending
 ` + podPlaced + podConditionsNotReady + podContainer + `        imageID: ""
         ready: false
@@ -84,7 +84,7 @@ kind: Stage
 metadata:
   name: pod-crash-looping
 ` + podStarting + `      operator: 'In'
-      values: ['` + KubeletCrashLoopBackOff + `']
+      values: ['` + CrashLoopBackOff + `']
 ` + podStarted + `      phase: Running
 ` + podPlaced + podConditionsNotReady + podContainer + `        ready: false
         started: false
@@ -118,12 +118,12 @@ spec:
 `
 
 // The pieces the starting stages share. podStarting selects a pod not being deleted that has no
-// IP yet (each stage gives it one, so it applies once), and ends with the KubeletLabel key whose
+// IP yet (each stage gives it one, so it applies once), and ends with the Label key whose
 // operator the stage adds.
 const (
 	podStarting = podNotDeleted + `    - key: '.status.podIP'
       operator: 'DoesNotExist'
-    - key: '.metadata.labels["` + KubeletLabel + `"]'
+    - key: '.metadata.labels["` + Label + `"]'
 `
 	// podNotDeleted begins a pod stage's spec: it selects pods not being deleted, and the stage
 	// adds its own requirements.
