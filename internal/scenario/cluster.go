@@ -6,38 +6,14 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kruisemanager"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kubelet"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
-)
-
-// KwokLabel is the node label kwok selects the nodes it plays the kubelet of by. The apiserver
-// evaluates it, so a node whose label is taken off leaves kwok's watch and its Lease is no longer
-// renewed: the node's kubelet is dead as far as the cluster can tell.
-const (
-	KwokLabel      = "type"
-	KwokLabelValue = "kwok"
 )
 
 // NodeMonitorGracePeriod is kube-controller-manager's --node-monitor-grace-period in the scenario
 // cluster: a node whose Lease is not renewed for this long turns Ready=Unknown (40s upstream).
 const NodeMonitorGracePeriod = 20 * time.Second
-
-// KwokClusterLogs is a kwok config document that has kwok serve, as the log of the named container
-// of every pod in namespace (pods/log through the apiserver and kwok's kubelet API), the file
-// logFile, which the kruise-manager's stand-in writes.
-func KwokClusterLogs(namespace, container, logFile string) string {
-	return fmt.Sprintf(`---
-apiVersion: kwok.x-k8s.io/v1alpha1
-kind: ClusterLogs
-metadata:
-  name: kruise-manager
-spec:
-  selector:
-    matchNamespaces: [%s]
-  logs:
-  - containers: [%s]
-    logsFile: %s
-`, namespace, container, logFile)
-}
 
 // Files are the files ClusterOptions writes next to the cluster.
 type Files struct {
@@ -47,8 +23,8 @@ type Files struct {
 
 // ClusterOptions returns the cluster the scenario needs: kube-controller-manager (node
 // lifecycle, PodGC, namespace and garbage collector, Deployments), kube-scheduler, and kwok
-// playing the kubelet of every node labelled KwokLabel=KwokLabelValue, serving pods/log. It
-// writes kwok's configuration into dir.
+// playing the kubelet of every node labelled kubelet.NodeLabel=kubelet.NodeLabelValue, serving
+// pods/log. It writes kwok's configuration into dir.
 func ClusterOptions(dir string) (testcluster.Options, Files, error) {
 	var files Files
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -59,7 +35,9 @@ func ClusterOptions(dir string) (testcluster.Options, Files, error) {
 		return testcluster.Options{}, files, fmt.Errorf("scenario files: %w", err)
 	}
 	config := filepath.Join(dir, "kwok.yaml")
-	if err := os.WriteFile(config, []byte(KwokStages+KwokResizeDeferred+KwokContainerRestarts+KwokClusterLogs(KruiseNamespace, managerContainer, files.ManagerLog)), 0o600); err != nil {
+	stages := kubelet.Stages + kubelet.ResizeDeferred + kubelet.ContainerRestarts +
+		kubelet.ClusterLogs(kruisemanager.Namespace, kruisemanager.Container, files.ManagerLog)
+	if err := os.WriteFile(config, []byte(stages), 0o600); err != nil {
 		return testcluster.Options{}, files, fmt.Errorf("scenario files: %w", err)
 	}
 	return testcluster.Options{
@@ -67,7 +45,7 @@ func ClusterOptions(dir string) (testcluster.Options, Files, error) {
 		Scheduler:              true,
 		NodeMonitorGracePeriod: NodeMonitorGracePeriod,
 		Kwok: &testcluster.KwokOptions{
-			NodeLabelSelector: KwokLabel + "=" + KwokLabelValue,
+			NodeLabelSelector: kubelet.NodeLabel + "=" + kubelet.NodeLabelValue,
 			// kwok's kubelet API serves the manager's log through pods/log.
 			ServeKubeletAPI: true,
 			ExtraArgs:       []string{"--config=" + config},

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kruisemanager"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kubelet"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 )
 
@@ -57,7 +59,7 @@ func poll(ctx context.Context, timeout time.Duration, what string, cond func(ctx
 // node registers a node for kwok to play, as kwok's documentation creates one, in a pool.
 func (b *builder) node(ctx context.Context, name, pool string) error {
 	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse(nodeMilliCPU + "m"),
+		corev1.ResourceCPU:    resource.MustParse(kubelet.NodeMilliCPU + "m"),
 		corev1.ResourceMemory: resource.MustParse("64Gi"),
 		corev1.ResourcePods:   resource.MustParse("110"),
 	}
@@ -67,7 +69,7 @@ func (b *builder) node(ctx context.Context, name, pool string) error {
 			Annotations: map[string]string{"node.alpha.kubernetes.io/ttl": "0", "kwok.x-k8s.io/node": "fake"},
 			Labels: map[string]string{
 				"kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux", "kubernetes.io/hostname": name,
-				"node-role.kubernetes.io/agent": "", KwokLabel: KwokLabelValue, "pool": pool,
+				"node-role.kubernetes.io/agent": "", kubelet.NodeLabel: kubelet.NodeLabelValue, "pool": pool,
 			},
 		},
 		Status: corev1.NodeStatus{Allocatable: capacity, Capacity: capacity},
@@ -213,7 +215,7 @@ func (b *builder) waitCloneSetSteady(ctx context.Context, ns, name string) error
 		}
 		running := int32(0)
 		for _, p := range pods {
-			if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && podReady(&p) {
+			if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && kruisemanager.PodReady(&p) {
 				running++
 			}
 		}

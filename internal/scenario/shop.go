@@ -1,8 +1,8 @@
 // Package scenario builds "shop", an application whose cluster has every failure the plugin
 // diagnoses, each produced the way it arises in a real cluster: through the API, by the
 // controllers that own the objects (kube-controller-manager, kube-scheduler, kwok playing the
-// kubelets, and a stand-in for kruise-manager, see KruiseManager), with the people and third-party
-// controllers of the story doing what they would. The demo (hack/demo) and the demo e2e test
+// kubelets, and a stand-in for kruise-manager, package kruisemanager), with the people and
+// third-party controllers of the story doing what they would. The demo (hack/demo) and the demo e2e test
 // (test/e2e/demo_test.go) run it on a cluster from ClusterOptions.
 package scenario
 
@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kruisemanager"
 )
 
 // Namespaces of the scenario.
@@ -109,7 +111,7 @@ type Shop struct {
 	// Healthy are workloads and pods that no finding may name, as its object or its owner.
 	Healthy []Object `json:"healthy"`
 	// Manager is the kruise-manager stand-in; it runs until Build's ctx ends.
-	Manager *KruiseManager `json:"-"`
+	Manager *kruisemanager.Manager `json:"-"`
 }
 
 // Build creates the shop and breaks it, then returns once every broken state is in place (a few

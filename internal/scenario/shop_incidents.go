@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kubelet"
 )
 
 // hooks: the third-party controllers behind the preNormal hooks act on the new, ready pods.
@@ -60,7 +62,7 @@ func (b *builder) nodes(ctx context.Context, _ *Shop) error {
 	if err := b.env.Kube.CoreV1().Nodes().Delete(ctx, nodeSpot, metav1.DeleteOptions{}); err != nil {
 		return fmt.Errorf("delete node %s: %w", nodeSpot, err)
 	}
-	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, KwokLabel)
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, kubelet.NodeLabel)
 	if _, err := b.env.Kube.CoreV1().Nodes().Patch(ctx, nodeEdge, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("stop the kubelet of node %s: %w", nodeEdge, err)
 	}

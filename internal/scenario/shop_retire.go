@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kruisemanager"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 )
 
@@ -65,7 +66,7 @@ func (b *builder) retire(ctx context.Context, shop *Shop) error {
 		return err
 	}
 	// A replacement would show within the stand-in's next reconciles; none may come.
-	time.Sleep(2 * retryPeriod)
+	time.Sleep(2 * kruisemanager.RetryPeriod)
 	if live, err := b.livePods(ctx, Namespace, "app="+app); err != nil || len(live) != 3 {
 		return fmt.Errorf("CloneSet %s replaced its PreparingDelete pod (%d pods): %v", app, len(live), err)
 	}

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kruisemanager"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 )
 
@@ -54,8 +55,8 @@ func (b *builder) rollouts(ctx context.Context, shop *Shop) error {
 			return err
 		}
 	}
-	for name, want := range map[string]string{"coupons": reasonAvailable, "ratings": reasonDeadlineExceeded,
-		"gifts": reasonPaused, "promos": reasonPartitionAvailable} {
+	for name, want := range map[string]string{"coupons": kruisemanager.ReasonAvailable, "ratings": kruisemanager.ReasonDeadlineExceeded,
+		"gifts": kruisemanager.ReasonPaused, "promos": kruisemanager.ReasonPartitionAvailable} {
 		if err := b.waitProgressing(ctx, name, want); err != nil {
 			return err
 		}

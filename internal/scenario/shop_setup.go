@@ -2,14 +2,13 @@ package scenario
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/knowledge"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kruisemanager"
 )
 
 func (b *builder) infrastructure(ctx context.Context, _ *Shop) error {
@@ -23,7 +22,7 @@ func (b *builder) infrastructure(ctx context.Context, _ *Shop) error {
 			return err
 		}
 	}
-	for _, ns := range []string{Namespace, LegacyNamespace, KruiseNamespace} {
+	for _, ns := range []string{Namespace, LegacyNamespace, kruisemanager.Namespace} {
 		if err := b.namespace(ctx, ns); err != nil {
 			return err
 		}
@@ -37,7 +36,7 @@ func (b *builder) kruiseManager(ctx context.Context, shop *Shop) error {
 	if version == "" {
 		version = kruiseVersion
 	}
-	v190, err := releaseAtLeast(version, "v1.9.0")
+	v190, err := kruisemanager.ReleaseAtLeast(version, "v1.9.0")
 	if err != nil {
 		return err
 	}
@@ -48,34 +47,39 @@ func (b *builder) kruiseManager(ctx context.Context, shop *Shop) error {
 		gates = append([]string{"CloneSetEventHandlerOptimization"}, gates...)
 	}
 	args := []string{"--enable-leader-election", "--metrics-addr=:8080", "--health-probe-addr=:8000", "--logtostderr=true",
-		"--leader-election-namespace=" + KruiseNamespace, "--v=4"}
+		"--leader-election-namespace=" + kruisemanager.Namespace, "--v=4"}
 	if len(gates) > 0 {
 		args = append(args, "--feature-gates="+strings.Join(gates, "=true,")+"=true")
 	}
 	spec := corev1.PodSpec{
 		NodeSelector: map[string]string{"pool": "main"},
 		Containers: []corev1.Container{{
-			Name: managerContainer, Image: "openkruise/kruise-manager:" + version, Command: []string{"/manager"},
+			Name: kruisemanager.Container, Image: "openkruise/kruise-manager:" + version, Command: []string{"/manager"},
 			Args: append(args, "--expectation-timeout="+expectationTimeout.String()),
 		}},
 	}
-	labels := kruiseManagerLabels
+	labels := kruisemanager.PodLabels()
 	replicas := int32(2)
-	if err := b.deploymentWithLabels(ctx, KruiseNamespace, KruiseDeployment, labels, replicas, spec); err != nil {
+	if err := b.deploymentWithLabels(ctx, kruisemanager.Namespace, kruisemanager.Deployment, labels, replicas, spec); err != nil {
 		return err
 	}
-	if err := b.waitDeploymentAvailable(ctx, KruiseNamespace, KruiseDeployment); err != nil {
+	if err := b.waitDeploymentAvailable(ctx, kruisemanager.Namespace, kruisemanager.Deployment); err != nil {
 		return err
 	}
-	m := newKruiseManager(b.env.Kube, b.env.Dynamic, b.env.Files.ManagerLog, !v190, expectationTimeout, b.env.Logf)
-	m.verticalScaling = slices.Contains(b.env.KruiseFeatureGates, "InPlaceWorkloadVerticalScaling")
-	m.waitScheduled = v190
+	m := kruisemanager.New(b.env.Kube, b.env.Dynamic, kruisemanager.Options{
+		LogFile:            b.env.Files.ManagerLog,
+		Logf:               b.env.Logf,
+		EventFilter:        !v190,
+		VerticalScaling:    slices.Contains(b.env.KruiseFeatureGates, "InPlaceWorkloadVerticalScaling"),
+		WaitScheduled:      v190,
+		ExpectationTimeout: expectationTimeout,
+	})
 	go m.Run(ctx)
 	shop.Manager = m
 	if err := m.WaitLeading(ctx, time.Minute); err != nil {
 		return err
 	}
-	shop.Healthy = append(shop.Healthy, Object{"Deployment", KruiseNamespace, KruiseDeployment})
+	shop.Healthy = append(shop.Healthy, Object{"Deployment", kruisemanager.Namespace, kruisemanager.Deployment})
 	return nil
 }
 
@@ -134,17 +138,4 @@ func (b *builder) workloads(ctx context.Context, shop *Shop) error {
 		}
 	}
 	return nil
-}
-
-// releaseAtLeast reports whether the kruise release is min or later.
-func releaseAtLeast(version, min string) (bool, error) {
-	v, err := knowledge.ParseVersion(version)
-	if err != nil {
-		return false, fmt.Errorf("kruise-manager version %q: %w", version, err)
-	}
-	m, err := knowledge.ParseVersion(min)
-	if err != nil {
-		return false, fmt.Errorf("kruise-manager version %q: %w", min, err)
-	}
-	return v.AtLeast(m), nil
 }

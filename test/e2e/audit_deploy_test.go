@@ -169,7 +169,7 @@ func TestAuditorReadsControllerLogs(t *testing.T) {
 	sa := k.c.UserKubeconfigInNamespace(t, "workloaddoctor", saUser)
 	scan := func() *report.Report {
 		t.Helper()
-		stdout, stderr, code := runPlugin(t, sa, "scan", "-A", "-o", "json", "--checks", "expectations-unsatisfied,stuck-preparing-normal,rollout-stalled")
+		stdout, stderr, code := pluginOn(sa).scan(t, "-A", "-o", "json", "--checks", "expectations-unsatisfied,stuck-preparing-normal,rollout-stalled").out()
 		if code != 0 {
 			t.Fatalf("scan -A as the auditor's ServiceAccount: exit %d\n%s", code, stderr)
 		}

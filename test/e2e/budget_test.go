@@ -16,6 +16,7 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kubelet"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
 )
 
@@ -34,9 +35,9 @@ func TestFixDisruptionBudget(t *testing.T) {
 	t.Parallel()
 	pluginBinary(t)
 	config := filepath.Join(t.TempDir(), "kwok.yaml")
-	stages := strings.Replace(scenario.KwokStages, "  next:\n    statusTemplate:",
+	stages := strings.Replace(kubelet.Stages, "  next:\n    statusTemplate:",
 		fmt.Sprintf("  delay:\n    durationMilliseconds: %d\n  next:\n    statusTemplate:", bgReadyDelay.Milliseconds()), 1)
-	if stages == scenario.KwokStages {
+	if stages == kubelet.Stages {
 		t.Fatal("could not add a delay to kwok's pod-running stage")
 	}
 	if err := os.WriteFile(config, []byte(stages), 0o600); err != nil {
@@ -55,13 +56,13 @@ func TestFixDisruptionBudget(t *testing.T) {
 
 	t.Run("every pod is evicted, one wave at a time, and the CloneSet keeps 2 of 3 Ready", func(t *testing.T) {
 		w := e.budgetCloneSet(t, "bg-waves", "web", 3, true)
-		r, _ := rzScan(t, c.Kubeconfig, w.ns)
+		r, _ := rzReport(t, pluginOn(c.Kubeconfig).scan(t, rzArgs(w.ns)...))
 		for _, p := range w.pods {
 			rzFinding(t, r, p.Name, "kruise-drops-resize-policy")
 		}
 		ready := watchReady(t, e.cs, w.ns, "app="+w.name)
 		start := time.Now()
-		stdout, stderr, code := runPlugin(t, c.Kubeconfig, "fix", "-n", w.ns, "--check", rzCheck, "--min-age", "0s", "--yes", "-o", "json")
+		stdout, stderr, code := pluginOn(c.Kubeconfig).fix(t, "-n", w.ns, "--check", rzCheck, "--min-age", "0s", "--yes", "-o", "json").out()
 		t.Logf("fix of 3 pods in 3 waves, replacements Ready after %s: %s", bgReadyDelay, time.Since(start).Round(100*time.Millisecond))
 		min, max := ready.stop()
 		if code != 0 {
@@ -82,14 +83,14 @@ func TestFixDisruptionBudget(t *testing.T) {
 			t.Errorf("Ready pods during the fix: min %d max %d, want min 2 (replicas 3 - maxUnavailable 1) and max 3", min, max)
 		}
 		w.waitReplaced(t, e, 3)
-		if r, code := rzScan(t, c.Kubeconfig, w.ns); code != 0 || len(r.Findings) != 0 {
+		if r, code := rzReport(t, pluginOn(c.Kubeconfig).scan(t, rzArgs(w.ns)...)); code != 0 || len(r.Findings) != 0 {
 			t.Errorf("after the fix: scan exit %d, findings %+v", code, r.Findings)
 		}
 	})
 
 	t.Run("server dry run checks the first wave and touches nothing", func(t *testing.T) {
 		w := e.budgetCloneSet(t, "bg-dry", "web", 3, true)
-		stdout, stderr, code := runPlugin(t, c.Kubeconfig, "fix", "-n", w.ns, "--check", rzCheck, "--min-age", "0s", "--dry-run=server", "-o", "json")
+		stdout, stderr, code := pluginOn(c.Kubeconfig).fix(t, "-n", w.ns, "--check", rzCheck, "--min-age", "0s", "--dry-run=server", "-o", "json").out()
 		if code != 0 {
 			t.Fatalf("fix --dry-run=server: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}
@@ -111,7 +112,7 @@ func TestFixDisruptionBudget(t *testing.T) {
 
 	t.Run("--wait=false runs the first wave and defers the rest", func(t *testing.T) {
 		w := e.budgetCloneSet(t, "bg-nowait", "web", 3, true)
-		stdout, stderr, code := runPlugin(t, c.Kubeconfig, "fix", "-n", w.ns, "--check", rzCheck, "--min-age", "0s", "--yes", "--wait=false", "-o", "json")
+		stdout, stderr, code := pluginOn(c.Kubeconfig).fix(t, "-n", w.ns, "--check", rzCheck, "--min-age", "0s", "--yes", "--wait=false", "-o", "json").out()
 		if code != 3 {
 			t.Fatalf("fix --wait=false: exit %d, want 3\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}
@@ -124,7 +125,7 @@ func TestFixDisruptionBudget(t *testing.T) {
 
 	t.Run("replacements that never come: the first wave runs, the rest is deferred after --timeout", func(t *testing.T) {
 		w := e.budgetCloneSet(t, "bg-stuck", "web", 3, false)
-		stdout, stderr, code := runPlugin(t, c.Kubeconfig, "fix", "-n", w.ns, "--check", rzCheck, "--min-age", "0s", "--yes", "--timeout", "5s", "-o", "json")
+		stdout, stderr, code := pluginOn(c.Kubeconfig).fix(t, "-n", w.ns, "--check", rzCheck, "--min-age", "0s", "--yes", "--timeout", "5s", "-o", "json").out()
 		if code != 3 {
 			t.Fatalf("fix: exit %d, want 3\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}

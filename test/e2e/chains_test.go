@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kubelet"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
@@ -35,7 +35,7 @@ const (
 
 func TestBlockingChains(t *testing.T) {
 	stages := filepath.Join(t.TempDir(), "kwok-stages.yaml")
-	if err := os.WriteFile(stages, []byte(scenario.KwokStages), 0o600); err != nil {
+	if err := os.WriteFile(stages, []byte(kubelet.Stages), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c := testcluster.Start(t, testcluster.Options{
@@ -225,7 +225,7 @@ func (e *teEnv) foregroundOnDeadNode(t *testing.T) {
 	}
 	assertNoProtectionRemoval(t, rep)
 
-	table, stderr, code := runPlugin(t, e.c.Kubeconfig, "scan", "-n", ns, "--checks", teCheck, "--min-age", "0s")
+	table, stderr, code := pluginOn(e.c.Kubeconfig).scan(t, "-n", ns, "--checks", teCheck, "--min-age", "0s").out()
 	if code != 2 || strings.Count(table, "dependents-remaining") != 0 || !strings.Contains(table, "also holds ch-fg/deployment/web") {
 		t.Errorf("table: exit %d, want 2 and the chain folded under the pod's row:\n%s\n%s", code, table, stderr)
 	}

@@ -21,12 +21,9 @@ func (e *teEnv) clockAhead(t *testing.T) {
 
 	scan := func(wantExit int, args ...string) (findings int, stderr string) {
 		t.Helper()
-		args = append([]string{"scan", "-n", ns, "--checks", teCheck, "-o", "json"}, args...)
-		stdout, stderr, code := runEnv(t, e.c.Kubeconfig, []string{"WORKLOADDOCTOR_TEST_CLOCK_SKEW=1h"}, pluginBinary(t), args...)
-		if code != wantExit {
-			t.Fatalf("scan %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, wantExit, stdout, stderr)
-		}
-		return len(parseReport(t, stdout).Findings), stderr
+		args = append([]string{"-n", ns, "--checks", teCheck, "-o", "json"}, args...)
+		scanned := pluginOn(e.c.Kubeconfig).withClockSkew("1h").scan(t, args...).wantExit(wantExit)
+		return len(scanned.report().Findings), scanned.stderr
 	}
 	n, stderr := scan(0)
 	if n != 0 {

@@ -97,7 +97,7 @@ func TestDemoScenarios(t *testing.T) {
 		if rep == nil {
 			t.Skip("no scan")
 		}
-		stdout, stderr, code := runPlugin(t, c.Kubeconfig, "fix", "-A", "--min-age", "0s", "--yes", "-o", "json")
+		stdout, stderr, code := pluginOn(c.Kubeconfig).fix(t, "-A", "--min-age", "0s", "--yes", "-o", "json").out()
 		if code != 0 {
 			t.Fatalf("fix -A --yes: exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}
@@ -158,15 +158,7 @@ func scenarioCluster(t *testing.T) (*testcluster.Cluster, scenario.Files) {
 
 func demoScan(t *testing.T, kubeconfig string, wantExit int) *report.Report {
 	t.Helper()
-	stdout, stderr, code := runPlugin(t, kubeconfig, "scan", "-A", "-o", "json", "--min-age", "0s")
-	if (wantExit >= 0 && code != wantExit) || (wantExit < 0 && code != 0 && code != 2) {
-		t.Fatalf("scan -A: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, wantExit, stdout, stderr)
-	}
-	var rep report.Report
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
-		t.Fatalf("scan -o json is not a report: %v\n%s", err, stdout)
-	}
-	return &rep
+	return pluginOn(kubeconfig).scan(t, "-A", "-o", "json", "--min-age", "0s").wantScanExit(wantExit).report()
 }
 
 func demoKey(check, rootCause, kind, namespace, name string) string {
@@ -234,15 +226,7 @@ func demoSummaries(rep *report.Report) string {
 // demoScopedScan runs `scan -A -l SELECTOR -o json --min-age 0s`.
 func demoScopedScan(t *testing.T, kubeconfig, selector string, wantExit int) *report.Report {
 	t.Helper()
-	stdout, stderr, code := runPlugin(t, kubeconfig, "scan", "-A", "-l", selector, "-o", "json", "--min-age", "0s")
-	if code != wantExit {
-		t.Fatalf("scan -A -l %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", selector, code, wantExit, stdout, stderr)
-	}
-	var rep report.Report
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
-		t.Fatalf("scan -o json is not a report: %v\n%s", err, stdout)
-	}
-	return &rep
+	return pluginOn(kubeconfig).scan(t, "-A", "-l", selector, "-o", "json", "--min-age", "0s").wantExit(wantExit).report()
 }
 
 // demoAppExpectations are the expected findings whose object carries app=<app>: the app's

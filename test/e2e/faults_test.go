@@ -31,12 +31,9 @@ const (
 	ftFinalizer = "resources-finalizer.argocd.argoproj.io/background"
 )
 
-// ftScan runs the scan every scenario compares, through kubeconfig.
-func ftScan(t *testing.T, kubeconfig string) (stdout, stderr string, code int, took time.Duration) {
-	t.Helper()
-	began := time.Now()
-	stdout, stderr, code = runPlugin(t, kubeconfig, "scan", "-n", ftNamespace, "--checks", "stuck-terminating", "--min-age", "0s", "-o", "json")
-	return stdout, stderr, code, time.Since(began)
+// ftArgs are the arguments of the scan every scenario compares.
+func ftArgs() []string {
+	return []string{"-n", ftNamespace, "--checks", "stuck-terminating", "--min-age", "0s", "-o", "json"}
 }
 
 // ftFindings is what a report found: each finding's ID and root cause, sorted.
@@ -61,16 +58,18 @@ func TestScanAndFixThroughFaults(t *testing.T) {
 	}
 	proxy := c.StartFaultProxy(t, ftNamespace)
 
-	stdout, stderr, wantCode, _ := ftScan(t, c.Kubeconfig)
-	base := parseReport(t, stdout)
+	direct := pluginOn(c.Kubeconfig).scan(t, ftArgs()...)
+	stderr, wantCode := direct.stderr, direct.code
+	base := direct.report()
 	if wantCode != 2 || len(base.Findings) != 9 || !base.Coverage.Complete {
 		t.Fatalf("scan without faults: exit %d, %d findings, coverage %+v; want 2, 9, complete\n%s", wantCode, len(base.Findings), base.Coverage, stderr)
 	}
 	// Through the proxy with no rule: the same report.
 	sameScan := func(t *testing.T) (*report.Report, string, time.Duration) {
 		t.Helper()
-		stdout, stderr, code, took := ftScan(t, proxy.Kubeconfig)
-		r := parseReport(t, stdout)
+		scanned := pluginOn(proxy.Kubeconfig).scan(t, ftArgs()...)
+		stderr, code, took := scanned.stderr, scanned.code, scanned.took
+		r := scanned.report()
 		if code != wantCode || !slices.Equal(ftFindings(r), ftFindings(base)) {
 			t.Fatalf("exit %d, findings\n%s\nwant exit %d and\n%s\nstderr:\n%s", code, strings.Join(ftFindings(r), "\n"), wantCode,
 				strings.Join(ftFindings(base), "\n"), stderr)
@@ -104,7 +103,7 @@ func TestScanAndFixThroughFaults(t *testing.T) {
 
 	t.Run("429 with Retry-After 1 twice", func(t *testing.T) {
 		rule := testcluster.FaultRule{Method: "GET", Path: podList, Fault: testcluster.Status, Code: 429, RetryAfter: 1, Times: 2}
-		_, _, _, clean := ftScan(t, proxy.Kubeconfig)
+		clean := pluginOn(proxy.Kubeconfig).scan(t, ftArgs()...).took
 		proxy.Set(&rule)
 		defer proxy.Set()
 		_, _, took := sameScan(t)
@@ -116,8 +115,9 @@ func TestScanAndFixThroughFaults(t *testing.T) {
 	t.Run("persistent 500 on pods: exit 1, the report printed, one line on stderr", func(t *testing.T) {
 		proxy.Set(&testcluster.FaultRule{Method: "GET", Path: podList, Fault: testcluster.Status, Code: 500})
 		defer proxy.Set()
-		stdout, stderr, code, _ := ftScan(t, proxy.Kubeconfig)
-		r := parseReport(t, stdout)
+		scanned := pluginOn(proxy.Kubeconfig).scan(t, ftArgs()...)
+		stderr, code := scanned.stderr, scanned.code
+		r := scanned.report()
 		if code != 1 || len(r.Coverage.Unread) != 1 || r.Coverage.Unread[0].Input != "pods" || !strings.Contains(r.Coverage.Unread[0].Reason, "list pods") {
 			t.Errorf("exit %d, coverage %+v; want 1 and pods unread", code, r.Coverage)
 		}
@@ -148,7 +148,7 @@ func TestScanAndFixThroughFaults(t *testing.T) {
 				}
 			}})
 		defer proxy.Set()
-		stdout, stderr, code := runPlugin(t, proxy.Kubeconfig, "fix", "-n", ns, "--checks", "stuck-terminating", "--min-age", "0s", "--yes", "-o", "json")
+		stdout, stderr, code := pluginOn(proxy.Kubeconfig).fix(t, "-n", ns, "--checks", "stuck-terminating", "--min-age", "0s", "--yes", "-o", "json").out()
 		d := ftFixDoc(t, stdout, stderr)
 		if code != 3 || len(d.Results) != 1 || d.Results[0].Status != fix.StatusRefused || d.Results[0].AnswerLost {
 			t.Fatalf("fix: exit %d, results %+v; want 3 and one refused\n%s", code, d.Results, stderr)
@@ -171,7 +171,7 @@ func TestScanAndFixThroughFaults(t *testing.T) {
 		rule := testcluster.FaultRule{Method: "PATCH", Path: regexp.MustCompile("^/api/v1/namespaces/" + ns + "/pods/web-0$"), Fault: testcluster.Reset, Times: 1}
 		proxy.Set(&rule)
 		defer proxy.Set()
-		stdout, stderr, code := runPlugin(t, proxy.Kubeconfig, "fix", "-n", ns, "--checks", "stuck-terminating", "--min-age", "0s", "--yes", "-o", "json")
+		stdout, stderr, code := pluginOn(proxy.Kubeconfig).fix(t, "-n", ns, "--checks", "stuck-terminating", "--min-age", "0s", "--yes", "-o", "json").out()
 		d := ftFixDoc(t, stdout, stderr)
 		if code != 0 || len(d.Results) != 1 || d.Results[0].Status != fix.StatusApplied || !d.Results[0].AnswerLost ||
 			!strings.Contains(d.Results[0].Reason, "sent once more") || proxy.Hits(&rule) != 1 {
@@ -195,7 +195,7 @@ func TestScanAndFixThroughFaults(t *testing.T) {
 			rule := testcluster.FaultRule{Method: "POST", Path: regexp.MustCompile("^/api/v1/namespaces/" + ns + "/events$"), Fault: fault.fault, Times: 1}
 			proxy.Set(&rule)
 			defer proxy.Set()
-			stdout, stderr, code := runPlugin(t, proxy.Kubeconfig, "fix", "-n", ns, "--checks", "stuck-terminating", "--min-age", "0s", "--yes", "-o", "json")
+			stdout, stderr, code := pluginOn(proxy.Kubeconfig).fix(t, "-n", ns, "--checks", "stuck-terminating", "--min-age", "0s", "--yes", "-o", "json").out()
 			d := ftFixDoc(t, stdout, stderr)
 			if code != 0 || len(d.Results) != 1 || d.Results[0].Status != fix.StatusApplied || proxy.Hits(&rule) != 1 {
 				t.Fatalf("fix: exit %d, results %+v, %d faults; want 0, applied, 1\n%s", code, d.Results, proxy.Hits(&rule), stderr)
@@ -217,8 +217,8 @@ func TestScanAndFixThroughFaults(t *testing.T) {
 		proxy.Set(&rule, &reads)
 		defer proxy.Set()
 		audit := filepath.Join(t.TempDir(), "audit.jsonl")
-		stdout, stderr, code := runPlugin(t, proxy.Kubeconfig, "fix", "-n", ftNamespace, "--checks", "stuck-terminating", "--min-age", "0s",
-			"--yes", "-o", "json", "--audit-file", audit)
+		stdout, stderr, code := pluginOn(proxy.Kubeconfig).fix(t, "-n", ftNamespace, "--checks", "stuck-terminating", "--min-age", "0s",
+			"--yes", "-o", "json", "--audit-file", audit).out()
 		d := ftFixDoc(t, stdout, stderr)
 		if code != 0 || len(d.Results) != 9 || proxy.Hits(&rule) != 9 || proxy.Hits(&reads) != 3 {
 			t.Fatalf("fix: exit %d, %d results, %d answers lost, %d reads failed; want 0, 9, 9, 3\n%s\n%s", code, len(d.Results),

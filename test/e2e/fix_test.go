@@ -79,11 +79,9 @@ func fixParse(t *testing.T, stdout, stderr string) fixDoc {
 // fixOne runs fix and checks the exit code and that exactly one action has the wanted status.
 func fixOne(t *testing.T, kubeconfig string, wantExit int, wantStatus string, args ...string) fixResult {
 	t.Helper()
-	stdout, stderr, code := runPlugin(t, kubeconfig, append([]string{"fix", "-o", "json"}, args...)...)
-	if code != wantExit {
-		t.Fatalf("fix %v: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", args, code, wantExit, stdout, stderr)
-	}
-	d := fixParse(t, stdout, stderr)
+	fixed := pluginOn(kubeconfig).fix(t, append([]string{"-o", "json"}, args...)...).wantExit(wantExit)
+	stderr := fixed.stderr
+	d := fixParse(t, fixed.stdout, stderr)
 	if len(d.Results) != 1 || d.Results[0].Status != wantStatus {
 		t.Fatalf("fix %v: want one %s result, got %+v\nstderr:\n%s", args, wantStatus, d.Results, stderr)
 	}
@@ -93,15 +91,8 @@ func fixOne(t *testing.T, kubeconfig string, wantExit int, wantStatus string, ar
 // fixScan runs the stuck-terminating check on ns and returns the report.
 func fixScan(t *testing.T, kubeconfig, ns string) (*report.Report, string) {
 	t.Helper()
-	stdout, stderr, code := runPlugin(t, kubeconfig, "scan", "-n", ns, "--checks", "stuck-terminating", "--min-age", "0s", "-o", "json")
-	if code != 0 && code != 2 {
-		t.Fatalf("scan: exit %d\nstderr:\n%s", code, stderr)
-	}
-	var r report.Report
-	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
-		t.Fatalf("scan -o json: %v\n%s", err, stdout)
-	}
-	return &r, stdout
+	scanned := pluginOn(kubeconfig).scan(t, "-n", ns, "--checks", "stuck-terminating", "--min-age", "0s", "-o", "json").wantFindingsOrNone()
+	return scanned.report(), scanned.stdout
 }
 
 func fixFinding(t *testing.T, r *report.Report, name, rootCause string) report.Finding {
@@ -332,7 +323,7 @@ func TestFixStuckTerminating(t *testing.T) {
 		}
 
 		// Cluster-scoped objects are scanned with -A; the ID picks just this one.
-		stdout, stderr, code := runPlugin(t, kc, "scan", "-A", "--checks", "stuck-terminating", "--min-age", "0s", "-o", "json")
+		stdout, stderr, code := pluginOn(kc).scan(t, "-A", "--checks", "stuck-terminating", "--min-age", "0s", "-o", "json").out()
 		if code != 2 {
 			t.Fatalf("scan -A: exit %d, want 2\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}
@@ -482,7 +473,7 @@ func TestFixStuckTerminating(t *testing.T) {
 		ns := fixNamespace(t, cs, "fix-noconfirm")
 		before := fixTerminatingPod(t, cs, ns, "web-0", "resources-finalizer.argocd.argoproj.io/background")
 		audit := filepath.Join(t.TempDir(), "audit.jsonl")
-		stdout, stderr, code := runPlugin(t, kc, "fix", "-n", ns, "--check", "stuck-terminating", "--min-age", "0s", "--audit-file", audit)
+		stdout, stderr, code := pluginOn(kc).fix(t, "-n", ns, "--check", "stuck-terminating", "--min-age", "0s", "--audit-file", audit).out()
 		if code != 3 || !strings.Contains(stderr, "stdin is not a terminal") || !strings.Contains(stderr, "--yes") {
 			t.Errorf("exit %d, want 3 with the reason on stderr\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}
@@ -520,7 +511,7 @@ func TestFixStuckTerminating(t *testing.T) {
 		}
 		fixUntouched(t, cs, before)
 
-		stdout, stderr, code := runPlugin(t, kc, "fix", "-n", ns, "--check", "stuck-terminating", "--min-age", "0s", "--dry-run=client")
+		stdout, stderr, code := pluginOn(kc).fix(t, "-n", ns, "--check", "stuck-terminating", "--min-age", "0s", "--dry-run=client").out()
 		if code != 0 || !strings.Contains(stdout, `remove finalizer "resources-finalizer.argocd.argoproj.io/background"`) {
 			t.Errorf("client dry run: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}

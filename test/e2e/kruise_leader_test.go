@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"regexp"
 	"strings"
 	"testing"
@@ -46,7 +45,7 @@ func TestKruiseLeaderLiveness(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			k.namespace(t, tc.ns)
 			k.leakedCloneSet(t, tc.ns, "demo", "5l6cv")
-			rep := krScanSkewed(t, k, tc.ns, tc.kruiseNS, tc.skew, 2)
+			rep := krClockSkewed(t, pluginOn(k.c.Kubeconfig).withClockSkew(tc.skew).scan(t, krArgs(tc.ns, tc.kruiseNS)...).wantExit(2), tc.skew)
 			f := krFind(t, rep, "expectations-unsatisfied", "demo")
 			assertFinding(t, f, "scale-expectations-leaked", report.SeverityError,
 				[]string{"holds Lease " + tc.kruiseNS + "/kruise-manager, renewed"},
@@ -91,7 +90,7 @@ func TestKruiseLeaderLiveness(t *testing.T) {
 		const ns = "lv-down"
 		k.namespace(t, ns)
 		k.leakedCloneSet(t, ns, "demo", "5l6cv")
-		rep := krScanSkewed(t, k, ns, "kruise-down", "2m", 2)
+		rep := krClockSkewed(t, pluginOn(k.c.Kubeconfig).withClockSkew("2m").scan(t, krArgs(ns, "kruise-down")...).wantExit(2), "2m")
 		assertFinding(t, krFind(t, rep, "expectations-unsatisfied", "demo"), "controller-unavailable", report.SeverityError,
 			[]string{"leader Lease kruise-down/kruise-manager (holder kruise-controller-manager-6f7d8c9b5-",
 				"was last renewed 10m before the apiserver's time when the scan read it", "longer than its leaseDurationSeconds 15"}, nil)
@@ -118,8 +117,8 @@ func TestKruiseRestartLeaderNeedsAnotherReadyReplica(t *testing.T) {
 			t.Fatalf("restart fix = %+v, want high risk for want of another Ready replica", fx)
 		}
 
-		stdout, stderr, code := runPlugin(t, k.c.Kubeconfig, "fix", "-n", ns, "--kruise-namespace", "kruise-single",
-			"--checks", krChecks, "--min-age", "0s", f.ID, "--yes", "-o", "json")
+		fixed := pluginOn(k.c.Kubeconfig).fix(t, krFixArgs(ns, "kruise-single", f.ID)...)
+		stdout, stderr, code := fixed.stdout, fixed.stderr, fixed.code
 		const why = "high risk, applied only when named with --action restart-controller-leader: the scan saw no other Ready replica"
 		res := krFixResults(t, stdout)
 		if code != 3 || len(res) != 1 || res[0].Status != "refused" || !strings.Contains(res[0].Reason, why) || !strings.Contains(res[0].Reason, "mpod.kb.io") {
@@ -133,8 +132,9 @@ func TestKruiseRestartLeaderNeedsAnotherReadyReplica(t *testing.T) {
 		}
 
 		// Named, the restart goes ahead and the plan says what the user accepted.
-		stdout, stderr, code = runPlugin(t, k.c.Kubeconfig, "fix", "-n", ns, "--kruise-namespace", "kruise-single",
+		fixed = pluginOn(k.c.Kubeconfig).fix(t, "-n", ns, "--kruise-namespace", "kruise-single",
 			"--checks", krChecks, "--min-age", "0s", f.ID, "--action", "restart-controller-leader", "--yes", "-o", "json")
+		stdout, stderr, code = fixed.stdout, fixed.stderr, fixed.code
 		if res := krFixResults(t, stdout); code != 0 || len(res) != 1 || res[0].Status != "applied" {
 			t.Fatalf("fix --action restart-controller-leader: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}
@@ -161,23 +161,19 @@ func (k *krEnv) leakedFinding(t *testing.T, ns, kruiseNS string) report.Finding 
 	t.Helper()
 	k.namespace(t, ns)
 	k.leakedCloneSet(t, ns, "demo", "5l6cv")
-	return krFind(t, krScan(t, k, ns, kruiseNS, 2), "expectations-unsatisfied", "demo")
+	return krFind(t, pluginOn(k.c.Kubeconfig).scan(t, krArgs(ns, kruiseNS)...).wantExit(2).report(), "expectations-unsatisfied", "demo")
 }
 
-// krScanSkewed scans with the binary's local clock shifted by skew and checks the shift took.
-func krScanSkewed(t *testing.T, k *krEnv, ns, kruiseNS, skew string, wantExit int) *report.Report {
+// krClockSkewed is the report of a scan run with the binary's local clock shifted by skew, after
+// checking the shift took.
+func krClockSkewed(t *testing.T, scanned *pluginRun, skew string) *report.Report {
 	t.Helper()
 	d, err := time.ParseDuration(skew)
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := time.Now()
-	stdout, stderr, code := runEnv(t, k.c.Kubeconfig, []string{"WORKLOADDOCTOR_TEST_CLOCK_SKEW=" + skew}, pluginBinary(t),
-		"scan", "-n", ns, "--kruise-namespace", kruiseNS, "--checks", krChecks, "-o", "json", "--min-age", "0s")
-	if code != wantExit {
-		t.Fatalf("scan -n %s with the clock %s off: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", ns, skew, code, wantExit, stdout, stderr)
-	}
-	rep := krDecode(t, stdout)
+	stderr, before := scanned.stderr, scanned.began
+	rep := scanned.report()
 	// The shift took (the binary saw its clock off), and the report's time is the apiserver's,
 	// which runs on this machine's clock: ages are not measured on the shifted one.
 	m := regexp.MustCompile(`this machine's clock is (\S+) ahead of the apiserver's`).FindStringSubmatch(stderr)
@@ -240,13 +236,4 @@ func krLeaderDeleted(t *testing.T, k *krEnv, leader *corev1.Pod) {
 		}
 		return err == nil && (p.UID != leader.UID || p.DeletionTimestamp != nil), err
 	})
-}
-
-func krDecode(t *testing.T, stdout string) *report.Report {
-	t.Helper()
-	var rep report.Report
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
-		t.Fatalf("scan -o json is not a report: %v\n%s", err, stdout)
-	}
-	return &rep
 }

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kubelet"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
@@ -84,18 +84,18 @@ func TestKruiseChecks(t *testing.T) {
 		k.clonePod(t, steady, "q8r2m", "Normal", krDeadNode)
 		k.midRollout(t, ns, "cart")
 
-		rep := krScan(t, k, ns, "kruise-gate", 0)
+		rep := pluginOn(k.c.Kubeconfig).scan(t, krArgs(ns, "kruise-gate")...).wantExit(0).report()
 		f := krFind(t, rep, "stuck-preparing-normal", "web-7xk2p")
 		assertFinding(t, f, "prenormal-hook-pending", report.SeverityWarning,
 			[]string{"finalizer example.com/registered is missing",
 				`label example.com/ready is "false", the hook wants "true" (set by registry-controller at `},
 			nil)
 		if len(rep.Findings) != 1 {
-			t.Errorf("want only the hook finding, got %d:\n%s", len(rep.Findings), krSummaries(rep))
+			t.Errorf("want only the hook finding, got %d:\n%s", len(rep.Findings), summaries(rep))
 		}
 		// With the checks' own thresholds (10m in PreparingNormal), a pod created just now is no finding.
-		if rep, _ := krScanRaw(t, k, ns, "kruise-gate", 0, "--fail-on", "warning"); len(rep.Findings) != 0 {
-			t.Errorf("default thresholds reported a new pod:\n%s", krSummaries(rep))
+		if rep := pluginOn(k.c.Kubeconfig).scan(t, krArgs(ns, "kruise-gate", "--fail-on", "warning")...).wantExit(0).report(); len(rep.Findings) != 0 {
+			t.Errorf("default thresholds reported a new pod:\n%s", summaries(rep))
 		}
 	})
 
@@ -106,7 +106,8 @@ func TestKruiseChecks(t *testing.T) {
 		pod := k.clonePod(t, cs, "b4n9d", "PreparingNormal", krDeadNode)
 		k.hookActs(t, pod, []string{krFinalizer}, map[string]string{krReadyLabel: "true"})
 
-		rep, stdout := krScanRaw(t, k, ns, "kruise-gate", 2)
+		scanned := pluginOn(k.c.Kubeconfig).scan(t, krArgs(ns, "kruise-gate")...).wantExit(2)
+		rep, stdout := scanned.report(), scanned.stdout
 		f := krFind(t, rep, "stuck-preparing-normal", "web-b4n9d")
 		assertFinding(t, f, "prenormal-event-dropped", report.SeverityError,
 			[]string{"--feature-gates sets CloneSetEventHandlerOptimization=true",
@@ -124,7 +125,7 @@ func TestKruiseChecks(t *testing.T) {
 			t.Fatal(err)
 		}
 		k.touchPod(t, ns, "web-b4n9d")
-		out, errOut, code := runPlugin(t, k.c.Kubeconfig, "fix", "--from-report", saved, "--kruise-namespace", "kruise-gate", f.ID, "--yes", "-o", "json")
+		out, errOut, code := pluginOn(k.c.Kubeconfig).fix(t, "--from-report", saved, "--kruise-namespace", "kruise-gate", f.ID, "--yes", "-o", "json").out()
 		if res := krFixResults(t, out); code != 3 || len(res) != 1 || res[0].Status != "refused" || !strings.Contains(res[0].Reason, "changed since the plan") {
 			t.Fatalf("fix of a changed pod: exit %d, want 3 and a refusal because the pod changed\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 		}
@@ -151,7 +152,7 @@ func TestKruiseChecks(t *testing.T) {
 		pod := k.clonePod(t, cs, "z2c7t", "PreparingNormal", krDeadNode)
 		k.hookActs(t, pod, []string{krFinalizer}, map[string]string{krReadyLabel: "true"})
 
-		rep := krScan(t, k, ns, "kruise-v190", 2)
+		rep := pluginOn(k.c.Kubeconfig).scan(t, krArgs(ns, "kruise-v190")...).wantExit(2).report()
 		f := krFind(t, rep, "stuck-preparing-normal", "web-z2c7t")
 		assertFinding(t, f, "prenormal-reconcile-missed", report.SeverityError,
 			[]string{"kruise-manager Deployment kruise-v190/kruise-controller-manager runs image openkruise/kruise-manager:v1.9.0 (v1.9.0)",
@@ -168,7 +169,7 @@ func TestKruiseChecks(t *testing.T) {
 		k.namespace(t, ns)
 		cs := k.steadyCloneSet(t, ns, "web", nil, "OnDelete")
 		k.clonePod(t, cs, "m5v8s", "PreparingNormal", krDeadNode)
-		rep := krScan(t, k, ns, "kruise-v190", 2)
+		rep := pluginOn(k.c.Kubeconfig).scan(t, krArgs(ns, "kruise-v190")...).wantExit(2).report()
 		assertFinding(t, krFind(t, rep, "stuck-preparing-normal", "web-m5v8s"), "ondelete-refresh-bug", report.SeverityError,
 			[]string{"CloneSet pn-ondelete/web has updateStrategy.type OnDelete", "kruise-manager v1.9.0 is in the affected range >= v1.9.0, < v1.10.0"}, nil)
 	})
@@ -186,7 +187,7 @@ func TestKruiseChecks(t *testing.T) {
 		if _, err := k.cs.CoreV1().Pods(ns).UpdateStatus(k.ctx, pod, metav1.UpdateOptions{FieldManager: "kube-scheduler"}); err != nil {
 			t.Fatal(err)
 		}
-		rep := krScan(t, k, ns, "kruise-v190", 0)
+		rep := pluginOn(k.c.Kubeconfig).scan(t, krArgs(ns, "kruise-v190")...).wantExit(0).report()
 		assertFinding(t, krFind(t, rep, "stuck-preparing-normal", "web-d9w4f"), "pod-not-scheduled", report.SeverityWarning,
 			[]string{"spec.nodeName is empty", "condition PodScheduled=False reason Unschedulable: 0/2 nodes are available: 2 Insufficient cpu."}, nil)
 	})
@@ -198,7 +199,7 @@ func TestKruiseChecks(t *testing.T) {
 		k.clonePod(t, cs, "h3j6k", "PreparingNormal", krDeadNode)
 		// Scaled to 2 while the manager was down: nothing observed it.
 		k.setReplicas(t, ns, "web", 2)
-		rep := krScan(t, k, ns, "kruise-down", 2)
+		rep := pluginOn(k.c.Kubeconfig).scan(t, krArgs(ns, "kruise-down")...).wantExit(2).report()
 		down := []string{"Deployment kruise-down/kruise-controller-manager has no available replica",
 			"leader Lease kruise-down/kruise-manager (holder kruise-controller-manager-6f7d8c9b5-"}
 		assertFinding(t, krFind(t, rep, "stuck-preparing-normal", "web-h3j6k"), "controller-unavailable", report.SeverityError, down, nil)
@@ -214,7 +215,8 @@ func TestKruiseChecks(t *testing.T) {
 		k.event(t, cs, corev1.EventTypeWarning, "FailedCreate",
 			`failed to create pod: pods "web-x7k2p" is forbidden: exceeded quota: compute, requested: cpu=2, used: cpu=8, limited: cpu=8, `+
 				`pod: {"metadata":{"name":"web-x7k2p"},"spec":{"containers":[{"name":"app","env":[{"name":"API_TOKEN","value":"s3cr3t-value"}]}]}}`)
-		rep, stdout := krScanRaw(t, k, ns, "kruise-gate", 2)
+		scanned := pluginOn(k.c.Kubeconfig).scan(t, krArgs(ns, "kruise-gate")...).wantExit(2)
+		rep, stdout := scanned.report(), scanned.stdout
 		assertFinding(t, krFind(t, rep, "expectations-unsatisfied", "web"), "pod-creation-failing", report.SeverityError,
 			[]string{"spec.replicas 2 but 0 active pods", "event Warning FailedCreate from cloneset-controller",
 				"exceeded quota: compute, requested: cpu=2, used: cpu=8, limited: cpu=8"}, nil)
@@ -228,7 +230,7 @@ func TestKruiseChecks(t *testing.T) {
 		k.namespace(t, ns)
 		cs, pod := k.leakedCloneSet(t, ns, "demo", "5l6cv")
 		k.hookActs(t, pod, []string{krFinalizer}, nil)
-		rep := krScan(t, k, ns, "kruise-gate", 2)
+		rep := pluginOn(k.c.Kubeconfig).scan(t, krArgs(ns, "kruise-gate")...).wantExit(2).report()
 		exp := krFind(t, rep, "expectations-unsatisfied", "demo")
 		assertFinding(t, exp, "scale-expectations-leaked", report.SeverityError,
 			[]string{"status.observedGeneration 2 < metadata.generation 3", "spec.replicas 3 but 1 active pods",
@@ -255,7 +257,7 @@ func TestKruiseChecks(t *testing.T) {
 		cs = k.setStatusField(t, cs, "currentRevision", "web-5d4f8b7c9")
 		k.clonePodRev(t, cs, "p4q7w", "Normal", krDeadNode, "web-6c8d9e7f5")
 		k.clonePodRev(t, cs, "r8t2y", "Normal", krDeadNode, "web-6c8d9e7f5")
-		rep := krScan(t, k, ns, "kruise-gate", 2)
+		rep := pluginOn(k.c.Kubeconfig).scan(t, krArgs(ns, "kruise-gate")...).wantExit(2).report()
 		assertFinding(t, krFind(t, rep, "expectations-unsatisfied", "web"), "update-expectations-leaked", report.SeverityError,
 			[]string{"status.updatedReplicas 0 but 2 active pods carry updateRevision web-6c8d9e7f5", "inferred from the frozen status"},
 			[]string{"restart-controller-leader", "requeue-workload"})
@@ -265,7 +267,7 @@ func TestKruiseChecks(t *testing.T) {
 		const ns = "exp-stalled"
 		k.namespace(t, ns)
 		k.leakedCloneSet(t, ns, "demo", "5l6cv")
-		rep := krScan(t, k, ns, krLogsNamespace, 2)
+		rep := pluginOn(k.c.Kubeconfig).scan(t, krArgs(ns, krLogsNamespace)...).wantExit(2).report()
 		f := krFind(t, rep, "expectations-unsatisfied", "demo")
 		assertFinding(t, f, "stalled-unknown", report.SeverityWarning,
 			[]string{"the leader's log has no expectation line for CloneSet exp-stalled/demo", "kruise-manager --expectation-timeout is 30s"},
@@ -296,7 +298,7 @@ func TestKruiseChecks(t *testing.T) {
 			krKlog(now.Add(-40*time.Second), 'I', "controller.go:219", `"Starting workers" controller="sidecarset" worker count=3`),
 		)
 
-		rep := krScan(t, k, ns, krLogsNamespace, 2)
+		rep := pluginOn(k.c.Kubeconfig).scan(t, krArgs(ns, krLogsNamespace)...).wantExit(2).report()
 		f := krFind(t, rep, "expectations-unsatisfied", "demo")
 		assertFinding(t, f, "scale-expectations-leaked", report.SeverityError,
 			[]string{`cloneset_controller.go:232] "Expectation unsatisfied overtime" cloneSet="exp-logs/demo" scaleDirtyPods={"create":["demo-5l6cv"]}`,
@@ -339,7 +341,7 @@ func startKruiseCluster(t *testing.T) *krEnv {
 		t.Fatal(err)
 	}
 	// kwok serves the log of the manager container of every pod in krLogsNamespace from logFile.
-	config := scenario.KwokClusterLogs(krLogsNamespace, "manager", logFile)
+	config := kubelet.ClusterLogs(krLogsNamespace, "manager", logFile)
 	configFile := filepath.Join(dir, "kwok.yaml")
 	if err := os.WriteFile(configFile, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
@@ -744,35 +746,13 @@ func (k *krEnv) writeLog(t *testing.T, lines ...string) {
 
 // ---- running the plugin ----
 
-func krScanRaw(t *testing.T, k *krEnv, ns, kruiseNS string, wantExit int, extra ...string) (*report.Report, string) {
-	t.Helper()
+// krArgs are the scan arguments of the OpenKruise checks in namespace ns against the manager in
+// kruiseNS; extra replaces the default --min-age 0s.
+func krArgs(ns, kruiseNS string, extra ...string) []string {
 	if len(extra) == 0 {
 		extra = []string{"--min-age", "0s"}
 	}
-	args := append([]string{"scan", "-n", ns, "--kruise-namespace", kruiseNS, "--checks", krChecks, "-o", "json"}, extra...)
-	stdout, stderr, code := runPlugin(t, k.c.Kubeconfig, args...)
-	if code != wantExit {
-		t.Fatalf("scan -n %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", ns, code, wantExit, stdout, stderr)
-	}
-	var rep report.Report
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
-		t.Fatalf("scan -o json is not a report: %v\n%s", err, stdout)
-	}
-	return &rep, stdout
-}
-
-func krScan(t *testing.T, k *krEnv, ns, kruiseNS string, wantExit int) *report.Report {
-	t.Helper()
-	rep, _ := krScanRaw(t, k, ns, kruiseNS, wantExit)
-	return rep
-}
-
-func krSummaries(rep *report.Report) string {
-	var b strings.Builder
-	for _, f := range rep.Findings {
-		fmt.Fprintf(&b, "  %s %s %s %s: %s\n", f.ID, f.Check, f.RootCause.ID, f.Object, f.Summary)
-	}
-	return b.String()
+	return append([]string{"-n", ns, "--kruise-namespace", kruiseNS, "--checks", krChecks, "-o", "json"}, extra...)
 }
 
 func krFind(t *testing.T, rep *report.Report, check, name string) report.Finding {
@@ -782,7 +762,7 @@ func krFind(t *testing.T, rep *report.Report, check, name string) report.Finding
 			return f
 		}
 	}
-	t.Fatalf("no %s finding for %s; findings:\n%s", check, name, krSummaries(rep))
+	t.Fatalf("no %s finding for %s; findings:\n%s", check, name, summaries(rep))
 	return report.Finding{}
 }
 
@@ -803,14 +783,17 @@ func krDegraded(t *testing.T, rep *report.Report, check, fragment string) {
 // command, after a fresh scan.
 func krFix(t *testing.T, k *krEnv, ns, kruiseNS, id string, extra ...string) {
 	t.Helper()
-	args := append([]string{"fix", "-n", ns, "--kruise-namespace", kruiseNS, "--checks", krChecks, "--min-age", "0s", id, "--yes", "-o", "json"}, extra...)
-	stdout, stderr, code := runPlugin(t, k.c.Kubeconfig, args...)
-	if code != 0 {
-		t.Fatalf("fix %s: exit %d\nstdout:\n%s\nstderr:\n%s", id, code, stdout, stderr)
-	}
+	fixed := pluginOn(k.c.Kubeconfig).fix(t, append(krFixArgs(ns, kruiseNS, id), extra...)...).wantExit(0)
+	stdout, stderr := fixed.stdout, fixed.stderr
 	if res := krFixResults(t, stdout); len(res) != 1 || res[0].Status != "applied" {
 		t.Fatalf("fix %s did not apply one action:\n%s\nstderr:\n%s", id, stdout, stderr)
 	}
+}
+
+// krFixArgs are the fix arguments that apply finding id of the OpenKruise checks in namespace ns
+// against the manager in kruiseNS.
+func krFixArgs(ns, kruiseNS, id string) []string {
+	return []string{"-n", ns, "--kruise-namespace", kruiseNS, "--checks", krChecks, "--min-age", "0s", id, "--yes", "-o", "json"}
 }
 
 type krFixResult struct {

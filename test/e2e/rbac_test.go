@@ -61,7 +61,7 @@ func TestScanRoleIsEnough(t *testing.T) {
 		}
 	}
 
-	stdout, stderr, code := runPlugin(t, user, "scan", "-A", "-o", "json")
+	stdout, stderr, code := pluginOn(user).scan(t, "-A", "-o", "json").out()
 	if code != 0 {
 		t.Fatalf("scan -A with the scan role: exit %d\nstderr: %s", code, stderr)
 	}

@@ -139,7 +139,7 @@ func (e *rzEnv) partitionedCloneSet(t *testing.T) {
 			}
 		}})
 
-	r, _ := rzScan(t, e.c.Kubeconfig, ns)
+	r, _ := rzReport(t, pluginOn(e.c.Kubeconfig).scan(t, rzArgs(ns)...))
 	for _, f := range r.Findings {
 		if f.Object.Name != "shelf-b" && f.Object.Name != "ledger-a" {
 			t.Errorf("unexpected finding %s on %s:\n%s", f.RootCause.ID, f.Object.Name, strings.Join(f.RootCause.Evidence, "\n"))

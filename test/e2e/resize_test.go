@@ -96,7 +96,7 @@ func TestResizePolicyDrift(t *testing.T) {
 		}
 		e.failedInPlace(t, web, err)
 
-		r, code := rzScan(t, c.Kubeconfig, web.ns)
+		r, code := rzReport(t, pluginOn(c.Kubeconfig).scan(t, rzArgs(web.ns)...))
 		if code != 2 {
 			t.Errorf("scan exit = %d, want 2 (an error finding)", code)
 		}
@@ -151,7 +151,7 @@ func TestResizePolicyDrift(t *testing.T) {
 		e.failedInPlace(t, api, err)
 		e.pdb(t, api, 1)
 
-		r, _ := rzScan(t, c.Kubeconfig, api.ns)
+		r, _ := rzReport(t, pluginOn(c.Kubeconfig).scan(t, rzArgs(api.ns)...))
 		f := rzFinding(t, r, api.pod.Name, "kruise-drops-resize-policy")
 		res := fixOne(t, c.Kubeconfig, 3, "refused", "-n", api.ns, "--min-age", "0s", "--yes", "--action", "evict-pod", f.ID)
 		if !strings.Contains(res.Reason, "disruption budget") {
@@ -170,7 +170,7 @@ func TestResizePolicyDrift(t *testing.T) {
 			t.Fatalf("kruise v1.6 in-place update: err = %v, want Invalid", err)
 		}
 		e.failedInPlace(t, jobs, err)
-		r, _ := rzScan(t, c.Kubeconfig, jobs.ns)
+		r, _ := rzReport(t, pluginOn(c.Kubeconfig).scan(t, rzArgs(jobs.ns)...))
 		rzFinding(t, r, jobs.pod.Name, "kruise-drops-resize-policy")
 		saved, err := json.Marshal(r)
 		if err != nil {
@@ -197,7 +197,7 @@ func TestResizePolicyDrift(t *testing.T) {
 
 	t.Run("after upgrading kruise to v1.7.0 the same pods are fine", func(t *testing.T) {
 		e.manager(t, "v1.7.0")
-		r, code := rzScan(t, c.Kubeconfig, "rz-pdb")
+		r, code := rzReport(t, pluginOn(c.Kubeconfig).scan(t, rzArgs("rz-pdb")...))
 		if code != 0 {
 			t.Errorf("scan exit = %d, want 0", code)
 		}
@@ -240,7 +240,7 @@ func TestResizePolicyDriftDefaultingAPIServer(t *testing.T) {
 	})
 
 	t.Run("kruise v1.7.0: benign-defaulting", func(t *testing.T) {
-		r, code := rzScan(t, c.Kubeconfig, web.ns)
+		r, code := rzReport(t, pluginOn(c.Kubeconfig).scan(t, rzArgs(web.ns)...))
 		if code != 0 {
 			t.Errorf("scan exit = %d, want 0 (info only)", code)
 		}
@@ -280,7 +280,7 @@ func TestResizePolicyDriftDefaultingAPIServer(t *testing.T) {
 			t.Fatalf("kruise v1.6 in-place update on v1.32: err = %v, want the apiserver's Forbidden", err)
 		}
 		e.failedInPlace(t, pinned, err)
-		r, code := rzScan(t, c.Kubeconfig, pinned.ns)
+		r, code := rzReport(t, pluginOn(c.Kubeconfig).scan(t, rzArgs(pinned.ns)...))
 		if code != 2 {
 			t.Errorf("scan exit = %d, want 2", code)
 		}
@@ -309,7 +309,7 @@ func TestResizePolicyDriftDefaultingAPIServer(t *testing.T) {
 		if got := p.Spec.Containers[0]; got.Image != rzImage(2) || !reflect.DeepEqual(got.ResizePolicy, defaulted) {
 			t.Fatalf("after the update: image %s resizePolicy %+v, want %s and the re-defaulted %+v", got.Image, got.ResizePolicy, rzImage(2), defaulted)
 		}
-		r, code := rzScan(t, c.Kubeconfig, web.ns)
+		r, code := rzReport(t, pluginOn(c.Kubeconfig).scan(t, rzArgs(web.ns)...))
 		if code != 0 {
 			t.Errorf("scan exit = %d, want 0", code)
 		}
@@ -578,23 +578,24 @@ func (e *rzEnv) pdb(t *testing.T, s *rzCloneSet, minAvailable int) {
 	})
 }
 
-func rzScan(t *testing.T, kubeconfig, ns string) (*report.Report, int) {
+// rzArgs are the scan arguments of the resize check in namespace ns.
+func rzArgs(ns string) []string {
+	return []string{"-n", ns, "--checks", rzCheck, "--min-age", "0s", "-o", "json"}
+}
+
+// rzReport is the report of a resize scan and its exit code, after checking it found or not
+// (exit 0 or 2), read everything, and shows no env value.
+func rzReport(t *testing.T, scanned *pluginRun) (*report.Report, int) {
 	t.Helper()
-	stdout, stderr, code := runPlugin(t, kubeconfig, "scan", "-n", ns, "--checks", rzCheck, "--min-age", "0s", "-o", "json")
-	if code != 0 && code != 2 {
-		t.Fatalf("scan: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
-	}
+	stdout, code := scanned.wantFindingsOrNone().stdout, scanned.code
 	if strings.Contains(stdout, rzSecretEnv) {
 		t.Errorf("the report shows an env value:\n%s", stdout)
 	}
-	var r report.Report
-	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
-		t.Fatalf("scan -o json: %v\n%s", err, stdout)
-	}
+	r := scanned.report()
 	if !r.Coverage.Complete {
 		t.Errorf("coverage incomplete: %+v", r.Coverage)
 	}
-	return &r, code
+	return r, code
 }
 
 func rzFinding(t *testing.T, r *report.Report, pod, rootCause string) report.Finding {

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kubelet"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
@@ -45,7 +45,7 @@ func TestRolloutStalledAdvanced(t *testing.T) {
 	const ns = "advanced"
 	k.namespace(t, ns)
 	pull := func(tpl map[string]any) map[string]any {
-		tpl["metadata"].(map[string]any)["labels"].(map[string]any)[scenario.KubeletLabel] = scenario.KubeletErrImagePull
+		tpl["metadata"].(map[string]any)["labels"].(map[string]any)[kubelet.Label] = kubelet.ErrImagePull
 		tpl["spec"].(map[string]any)["containers"] = []any{map[string]any{"name": "app", "image": "registry.shop.example/app:2-typo"}}
 		return tpl
 	}
@@ -94,13 +94,13 @@ func TestRolloutStalledAdvanced(t *testing.T) {
 		advWait(t, k, ns, r, r.settled)
 	}
 
-	if rep := roScan(t, k, ns, 0, "--min-age", "1h"); len(rep.Findings) != 0 {
-		t.Fatalf("within the threshold nothing is stalled, got:\n%s", krSummaries(rep))
+	if rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns, "--min-age", "1h")...).wantExit(0).report(); len(rep.Findings) != 0 {
+		t.Fatalf("within the threshold nothing is stalled, got:\n%s", summaries(rep))
 	}
 	// The stalled pods were created moments ago: the scan reports them once they are 15s old.
 	var rep report.Report
 	eventually(t, 2*time.Minute, "rollout-stalled findings past --min-age 15s", func(context.Context) (bool, error) {
-		stdout, stderr, code := runPlugin(t, k.c.Kubeconfig, "scan", "-n", ns, "--checks", "rollout-stalled", "-o", "json", "--min-age", "15s")
+		stdout, stderr, code := pluginOn(k.c.Kubeconfig).scan(t, "-n", ns, "--checks", "rollout-stalled", "-o", "json", "--min-age", "15s").out()
 		if code != 0 && code != 2 {
 			return false, fmt.Errorf("scan: exit %d\n%s", code, stderr)
 		}
@@ -111,7 +111,7 @@ func TestRolloutStalledAdvanced(t *testing.T) {
 		return code == 2 && len(rep.Findings) >= 3, nil
 	})
 	if len(rep.Findings) != 3 {
-		t.Fatalf("want findings on db, agent and agent-all only, got:\n%s", krSummaries(&rep))
+		t.Fatalf("want findings on db, agent and agent-all only, got:\n%s", summaries(&rep))
 	}
 	for _, want := range []struct {
 		name, kind string

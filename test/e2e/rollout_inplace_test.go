@@ -11,7 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kruisemanager"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kubelet"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
@@ -53,7 +54,7 @@ func TestRolloutStalledInPlaceOnNode(t *testing.T) {
 	labels := func(key, value string) map[string]any {
 		return map[string]any{"labels": map[string]any{key: value}}
 	}
-	resizeFrom := map[string]any{"metadata": labels(scenario.KubeletFullNodeLabel, "true"), "spec": app("500m")}
+	resizeFrom := map[string]any{"metadata": labels(kubelet.FullNodeLabel, "true"), "spec": app("500m")}
 	resize := map[string]any{"spec": app("2")}
 	relabelFrom := map[string]any{"metadata": labels("version", "v1"), "spec": app("500m", version)}
 	relabel := map[string]any{"metadata": labels("version", "v2")}
@@ -84,9 +85,9 @@ func TestRolloutStalledInPlaceOnNode(t *testing.T) {
 	}
 
 	t.Run("no kruise-daemon DaemonSet", func(t *testing.T) {
-		rep := roScan(t, k, ns, 2)
+		rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(2).report()
 		if len(rep.Findings) != 2 {
-			t.Fatalf("want findings on resize and relabel only, got:\n%s", krSummaries(rep))
+			t.Fatalf("want findings on resize and relabel only, got:\n%s", summaries(rep))
 		}
 		assertFinding(t, krFind(t, rep, "rollout-stalled", "resize"), "inplace-resize-pending", report.SeverityError, []string{
 			"pod " + resized.Name + " in-place update since",
@@ -99,19 +100,19 @@ func TestRolloutStalledInPlaceOnNode(t *testing.T) {
 	})
 	t.Run("kruise-daemon kept off the node", func(t *testing.T) {
 		roDaemonElsewhere(t, k)
-		rep := roScan(t, k, ns, 2)
+		rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(2).report()
 		assertFinding(t, krFind(t, rep, "rollout-stalled", "relabel"), "inplace-daemon-missing", report.SeverityError, []string{
 			"waits for kruise-daemon on node " + relabeled.Spec.NodeName,
-			"DaemonSet " + scenario.KruiseNamespace + "/kruise-daemon: 0 of 0 pods available; its pods were not read: the scan covers namespace " +
+			"DaemonSet " + kruisemanager.Namespace + "/kruise-daemon: 0 of 0 pods available; its pods were not read: the scan covers namespace " +
 				ns + " only"}, nil)
 		// A scan of every namespace lists the daemon's pods: none is on the node.
-		stdout, stderr, code := runPlugin(t, k.c.Kubeconfig, "scan", "-A", "--checks", "rollout-stalled", "-o", "json")
+		stdout, stderr, code := pluginOn(k.c.Kubeconfig).scan(t, "-A", "--checks", "rollout-stalled", "-o", "json").out()
 		var all report.Report
 		if err := json.Unmarshal([]byte(stdout), &all); code != 2 || err != nil {
 			t.Fatalf("scan -A: exit %d (%v)\n%s\n%s", code, err, stdout, stderr)
 		}
 		assertFinding(t, krFind(t, &all, "rollout-stalled", "relabel"), "inplace-daemon-missing", report.SeverityError, []string{
-			"DaemonSet " + scenario.KruiseNamespace + "/kruise-daemon: 0 of 0 pods available; no kruise-daemon pod is on node " +
+			"DaemonSet " + kruisemanager.Namespace + "/kruise-daemon: 0 of 0 pods available; no kruise-daemon pod is on node " +
 				relabeled.Spec.NodeName + ": the DaemonSet has no pods"}, nil)
 	})
 }
@@ -162,17 +163,17 @@ func roDaemonElsewhere(t *testing.T, k *krEnv) {
 	labels := map[string]string{"control-plane": "daemon"}
 	affinity := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
-			{Key: scenario.KwokLabel, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"virtual-kubelet", scenario.KwokLabelValue}}}}}}}}
-	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "kruise-daemon", Namespace: scenario.KruiseNamespace, Labels: labels},
+			{Key: kubelet.NodeLabel, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"virtual-kubelet", kubelet.NodeLabelValue}}}}}}}}
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "kruise-daemon", Namespace: kruisemanager.Namespace, Labels: labels},
 		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: corev1.PodTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: labels},
 			Spec: corev1.PodSpec{Affinity: affinity, HostNetwork: true,
 				Containers: []corev1.Container{{Name: "daemon", Image: "openkruise/kruise-manager:v1.9.0", Command: []string{"/kruise-daemon"}}}}}}}
-	if _, err := k.cs.AppsV1().DaemonSets(scenario.KruiseNamespace).Create(k.ctx, ds, metav1.CreateOptions{FieldManager: "helm"}); err != nil {
+	if _, err := k.cs.AppsV1().DaemonSets(kruisemanager.Namespace).Create(k.ctx, ds, metav1.CreateOptions{FieldManager: "helm"}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, time.Minute, "kube-controller-manager to observe DaemonSet kruise-daemon", func(ctx context.Context) (bool, error) {
-		got, err := k.cs.AppsV1().DaemonSets(scenario.KruiseNamespace).Get(ctx, "kruise-daemon", metav1.GetOptions{})
+		got, err := k.cs.AppsV1().DaemonSets(kruisemanager.Namespace).Get(ctx, "kruise-daemon", metav1.GetOptions{})
 		return err == nil && got.Status.ObservedGeneration == got.Generation, err
 	})
 }

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kubelet"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
@@ -69,7 +69,7 @@ func TestRolloutStalledPodsNotReady(t *testing.T) {
 	k := rolloutCluster(t)
 	const ns, gate = "not-ready", "target-health.elbv2.k8s.aws/k8s-notready-web-6f1e2d"
 	k.namespace(t, ns)
-	probe := map[string]any{"metadata": map[string]any{"labels": map[string]any{scenario.KubeletLabel: scenario.KubeletReadinessProbeFailing}},
+	probe := map[string]any{"metadata": map[string]any{"labels": map[string]any{kubelet.Label: kubelet.ReadinessProbeFailing}},
 		"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": "nginx:1.28",
 			"readinessProbe": map[string]any{"httpGet": map[string]any{"path": "/healthz", "port": int64(8080)}}}}}}
 	gated := map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": "nginx:1.28"}},
@@ -85,9 +85,9 @@ func TestRolloutStalledPodsNotReady(t *testing.T) {
 		`corresponding condition of pod readiness gate "`+gate+`" does not exist.`)
 
 	// Warnings: below the default --fail-on error.
-	rep := roScan(t, k, ns, 0)
+	rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(0).report()
 	if len(rep.Findings) != 2 {
-		t.Fatalf("want findings on probe and gated only, got:\n%s", krSummaries(rep))
+		t.Fatalf("want findings on probe and gated only, got:\n%s", summaries(rep))
 	}
 	assertFinding(t, krFind(t, rep, "rollout-stalled", "probe"), "pods-not-ready", report.SeverityWarning,
 		[]string{"is not Ready (phase Running): container app not ready", "1 of 2 pods to update are on revision", "0 of them ready",
@@ -136,9 +136,9 @@ func TestRolloutStalledBlockedByPreparingNormal(t *testing.T) {
 	roReady(t, stuck, corev1.ConditionTrue, "", "")
 
 	t.Run("rollout-stalled alone, each rollout's own deadline", func(t *testing.T) {
-		rep := roScan(t, k, ns, 0)
+		rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(0).report()
 		if len(rep.Findings) != 1 {
-			t.Fatalf("want a finding on registered only, got:\n%s", krSummaries(rep))
+			t.Fatalf("want a finding on registered only, got:\n%s", summaries(rep))
 		}
 		f := krFind(t, rep, "rollout-stalled", "registered")
 		assertFinding(t, f, "blocked-by-stuck-pod", report.SeverityWarning,
@@ -149,7 +149,7 @@ func TestRolloutStalledBlockedByPreparingNormal(t *testing.T) {
 	})
 	t.Run("with stuck-preparing-normal: blockedBy names its finding", func(t *testing.T) {
 		// The pod is past 20s in PreparingNormal; stuck-preparing-normal's own threshold is 10m.
-		rep := roScan(t, k, ns, 0, "--checks", "stuck-preparing-normal", "--min-age", "20s", "--fail-on", "never")
+		rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns, "--checks", "stuck-preparing-normal", "--min-age", "20s", "--fail-on", "never")...).wantExit(0).report()
 		pod := krFind(t, rep, "stuck-preparing-normal", stuck.Name)
 		assertFinding(t, pod, "prenormal-hook-pending", pod.Severity, []string{label}, nil)
 		f := krFind(t, rep, "rollout-stalled", "registered")
@@ -206,9 +206,9 @@ func TestRolloutStalledQuotaRefusesPods(t *testing.T) {
 	}
 
 	// A warning: below the default --fail-on error.
-	rep := roScan(t, k, ns, 0)
+	rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(0).report()
 	if len(rep.Findings) != 1 {
-		t.Fatalf("want a finding on refused only, got:\n%s", krSummaries(rep))
+		t.Fatalf("want a finding on refused only, got:\n%s", summaries(rep))
 	}
 	f := krFind(t, rep, "rollout-stalled", "refused")
 	assertFinding(t, f, "progress-deadline-exceeded", report.SeverityWarning,

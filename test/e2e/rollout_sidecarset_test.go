@@ -15,7 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kruisemanager"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kubelet"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
@@ -77,12 +78,12 @@ func TestRolloutStalledSidecarSet(t *testing.T) {
 		if raw, _ := os.ReadFile(k.logFile); strings.Contains(string(raw), "update in flight") {
 			t.Fatalf("the leader at --v=2 logged a V(3) line:\n%s", raw)
 		}
-		f := ssOnly(t, roScan(t, k, ns, 0, "--min-age", "0s"))
+		f := ssOnly(t, pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns, "--min-age", "0s")...).wantExit(0).report())
 		if f.RootCause.ID != "sidecarset-update-stalled" || len(f.Fixes) != 0 {
 			t.Fatalf("got %s with fixes %+v", f.RootCause.ID, f.Fixes)
 		}
-		if rep := roScan(t, k, ns, 0); len(rep.Findings) != 0 {
-			t.Errorf("within the 10m threshold nothing is stalled:\n%s", krSummaries(rep))
+		if rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(0).report(); len(rep.Findings) != 0 {
+			t.Errorf("within the 10m threshold nothing is stalled:\n%s", summaries(rep))
 		}
 	})
 
@@ -99,13 +100,13 @@ func TestRolloutStalledSidecarSet(t *testing.T) {
 	})
 
 	t.Run("the leader logs the update in flight: restart-controller-leader, and the update completes", func(t *testing.T) {
-		f := ssOnly(t, roScan(t, k, ns, 2, "--min-age", "0s"))
+		f := ssOnly(t, pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns, "--min-age", "0s")...).wantExit(2).report())
 		if f.RootCause.ID != "sidecarset-update-in-flight" || len(f.Fixes) != 1 || f.Fixes[0].Action != "restart-controller-leader" ||
 			f.Fixes[0].Risk != report.RiskMedium {
 			t.Fatalf("got %s with fixes %+v, want restart-controller-leader at medium risk (a second Ready replica)", f.RootCause.ID, f.Fixes)
 		}
 		leader := m.Leader()
-		stdout, stderr, code := runPlugin(t, k.c.Kubeconfig, "fix", "-n", ns, "--checks", "rollout-stalled", "--min-age", "0s", f.ID, "--yes", "-o", "json")
+		stdout, stderr, code := pluginOn(k.c.Kubeconfig).fix(t, "-n", ns, "--checks", "rollout-stalled", "--min-age", "0s", f.ID, "--yes", "-o", "json").out()
 		if res := krFixResults(t, stdout); code != 0 || len(res) != 1 || res[0].Status != "applied" {
 			t.Fatalf("fix: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}
@@ -113,8 +114,8 @@ func TestRolloutStalledSidecarSet(t *testing.T) {
 			return m.Leader() != "" && m.Leader() != leader && ssAllUpdated(t, k, ns, "ss-leak", 2), nil
 		})
 		ssWaitStatus(t, k, "ss-leak", 2, 2, 2)
-		if rep := roScan(t, k, ns, 0, "--min-age", "0s"); len(rep.Findings) != 0 {
-			t.Errorf("the update completed, yet:\n%s", krSummaries(rep))
+		if rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns, "--min-age", "0s")...).wantExit(0).report(); len(rep.Findings) != 0 {
+			t.Errorf("the update completed, yet:\n%s", summaries(rep))
 		}
 	})
 }
@@ -133,11 +134,11 @@ func ssCreate(t *testing.T, k *krEnv, name string) {
 }
 
 // ssPod creates a pod the SidecarSet selects, injected as the pod webhook admits it.
-func ssPod(t *testing.T, k *krEnv, m *scenario.KruiseManager, ns, name, app string, restarts bool) {
+func ssPod(t *testing.T, k *krEnv, m *kruisemanager.Manager, ns, name, app string, restarts bool) {
 	t.Helper()
 	labels := map[string]string{"app": app}
 	if restarts {
-		labels[scenario.KubeletRestartsLabel] = "true"
+		labels[kubelet.RestartsLabel] = "true"
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
 		Spec: corev1.PodSpec{NodeSelector: map[string]string{"pool": "main"}, Containers: []corev1.Container{{Name: "app", Image: "web:1"}}}}
@@ -218,16 +219,16 @@ func ssAllUpdated(t *testing.T, k *krEnv, ns, name string, want int) bool {
 func ssOnly(t *testing.T, rep *report.Report) report.Finding {
 	t.Helper()
 	if len(rep.Findings) != 1 || rep.Findings[0].Object.Kind != "SidecarSet" || rep.Findings[0].Object.Name != "ss-leak" {
-		t.Fatalf("want one finding on SidecarSet ss-leak, got:\n%s", krSummaries(rep))
+		t.Fatalf("want one finding on SidecarSet ss-leak, got:\n%s", summaries(rep))
 	}
 	return rep.Findings[0]
 }
 
 // ssManagerVerbosity rolls the manager Deployment out with --v=v and waits until a pod of it leads.
-func ssManagerVerbosity(t *testing.T, k *krEnv, m *scenario.KruiseManager, v int) {
+func ssManagerVerbosity(t *testing.T, k *krEnv, m *kruisemanager.Manager, v int) {
 	t.Helper()
-	deps := k.cs.AppsV1().Deployments(scenario.KruiseNamespace)
-	d, err := deps.Get(k.ctx, scenario.KruiseDeployment, metav1.GetOptions{})
+	deps := k.cs.AppsV1().Deployments(kruisemanager.Namespace)
+	d, err := deps.Get(k.ctx, kruisemanager.Deployment, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +247,7 @@ func ssManagerVerbosity(t *testing.T, k *krEnv, m *scenario.KruiseManager, v int
 		if leader == "" {
 			return false, nil
 		}
-		p, err := k.cs.CoreV1().Pods(scenario.KruiseNamespace).Get(ctx, leader, metav1.GetOptions{})
+		p, err := k.cs.CoreV1().Pods(kruisemanager.Namespace).Get(ctx, leader, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}

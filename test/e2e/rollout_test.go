@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kruisemanager"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kubelet"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
@@ -22,7 +24,7 @@ func rolloutCluster(t *testing.T, kruiseFeatureGates ...string) *krEnv {
 }
 
 // rolloutClusterManager is rolloutCluster with the stand-in, for tests that arm its races.
-func rolloutClusterManager(t *testing.T, kruiseFeatureGates ...string) (*krEnv, *scenario.KruiseManager) {
+func rolloutClusterManager(t *testing.T, kruiseFeatureGates ...string) (*krEnv, *kruisemanager.Manager) {
 	t.Helper()
 	c, files := scenarioCluster(t)
 	// The rollouts are v1.9.0's: its Deployment image, and its stand-in behaviour where releases differ.
@@ -97,19 +99,9 @@ func roRollOut(t *testing.T, k *krEnv, ns, updateType string, rollouts []roRollo
 	}
 }
 
-// roScan runs scan -n ns --checks rollout-stalled with args and wants exit code want.
-func roScan(t *testing.T, k *krEnv, ns string, want int, args ...string) *report.Report {
-	t.Helper()
-	args = append([]string{"scan", "-n", ns, "--checks", "rollout-stalled", "-o", "json"}, args...)
-	stdout, stderr, code := runPlugin(t, k.c.Kubeconfig, args...)
-	if code != want {
-		t.Fatalf("scan: exit %d, want %d\n%s\n%s", code, want, stdout, stderr)
-	}
-	var rep report.Report
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
-		t.Fatalf("scan -o json: %v\n%s", err, stdout)
-	}
-	return &rep
+// roArgs are the arguments of scan -n ns --checks rollout-stalled, then args.
+func roArgs(ns string, args ...string) []string {
+	return append([]string{"-n", ns, "--checks", "rollout-stalled", "-o", "json"}, args...)
 }
 
 // CloneSet rollouts to a template whose pods the kubelet cannot start, produced by the controllers
@@ -125,12 +117,12 @@ func TestRolloutStalledCloneSetPods(t *testing.T) {
 	k := rolloutCluster(t)
 	const ns = "rollouts"
 	k.namespace(t, ns)
-	broken := func(kubelet, image string) map[string]any {
-		return map[string]any{"metadata": map[string]any{"labels": map[string]any{scenario.KubeletLabel: kubelet}},
+	broken := func(meets, image string) map[string]any {
+		return map[string]any{"metadata": map[string]any{"labels": map[string]any{kubelet.Label: meets}},
 			"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": image}}}}
 	}
-	pull := broken(scenario.KubeletErrImagePull, "nginx:1.28-typo")
-	crash := broken(scenario.KubeletCrashLoopBackOff, "nginx:1.28")
+	pull := broken(kubelet.ErrImagePull, "nginx:1.28-typo")
+	crash := broken(kubelet.CrashLoopBackOff, "nginx:1.28")
 	roRollOut(t, k, ns, "", []roRollout{
 		{name: "pull", deadline: 30, template: pull, reason: "ProgressDeadlineExceeded"},
 		{name: "crash", deadline: 30, template: crash, reason: "ProgressDeadlineExceeded"},
@@ -139,9 +131,9 @@ func TestRolloutStalledCloneSetPods(t *testing.T) {
 		{name: "staged", deadline: 30, template: pull, strategy: map[string]any{"partition": int64(2)}, reason: "ProgressPartitionAvailable"},
 	}, func() {})
 
-	rep := roScan(t, k, ns, 2)
+	rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(2).report()
 	if len(rep.Findings) != 2 {
-		t.Fatalf("want findings on pull and crash only, got:\n%s", krSummaries(rep))
+		t.Fatalf("want findings on pull and crash only, got:\n%s", summaries(rep))
 	}
 	assertFinding(t, krFind(t, rep, "rollout-stalled", "pull"), "image-pull-failing", report.SeverityError,
 		[]string{"waits with ImagePullBackOff for image nginx:1.28-typo", `Back-off pulling image "nginx:1.28-typo"`, "0 of them ready"}, nil)
@@ -180,9 +172,9 @@ func TestRolloutStalledInPlace(t *testing.T) {
 		}
 	})
 
-	rep := roScan(t, k, ns, 2)
+	rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(2).report()
 	if len(rep.Findings) != 2 {
-		t.Fatalf("want findings on hooked and unfinished only, got:\n%s", krSummaries(rep))
+		t.Fatalf("want findings on hooked and unfinished only, got:\n%s", summaries(rep))
 	}
 	assertFinding(t, krFind(t, rep, "rollout-stalled", "hooked"), "inplace-update-hook-pending", report.SeverityError,
 		[]string{"is PreparingUpdate since", "held by the inPlaceUpdate hook's finalizer " + drain}, nil)

@@ -63,7 +63,7 @@ func TestScanHealthyCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	stdout, stderr, code := runPlugin(t, c.Kubeconfig, "scan", "-A", "-o", "json")
+	stdout, stderr, code := pluginOn(c.Kubeconfig).scan(t, "-A", "-o", "json").out()
 	if code != 0 {
 		t.Fatalf("scan -A -o json exit %d\nstderr: %s", code, stderr)
 	}
@@ -84,7 +84,7 @@ func TestScanHealthyCluster(t *testing.T) {
 		t.Errorf("findings must be an empty list, not null:\n%s", stdout)
 	}
 
-	yamlOut, stderr, code := runPlugin(t, c.Kubeconfig, "scan", "-A", "-o", "yaml")
+	yamlOut, stderr, code := pluginOn(c.Kubeconfig).scan(t, "-A", "-o", "yaml").out()
 	if code != 0 {
 		t.Fatalf("scan -o yaml exit %d: %s", code, stderr)
 	}
@@ -99,7 +99,7 @@ func TestScanHealthyCluster(t *testing.T) {
 		t.Errorf("-o yaml is not the -o json document:\njson %+v\nyaml %+v", r, fromYAML)
 	}
 
-	table, _, code := runPlugin(t, c.Kubeconfig, "scan", "-A")
+	table, _, code := pluginOn(c.Kubeconfig).scan(t, "-A").out()
 	if code != 0 || strings.Contains(table, "\x1b[") {
 		t.Errorf("table on a pipe: exit %d, has ANSI codes: %v\n%s", code, strings.Contains(table, "\x1b["), table)
 	}
@@ -138,7 +138,7 @@ func TestScanRestrictedUser(t *testing.T) {
 	}
 	alice := c.UserKubeconfigInNamespace(t, "team", "alice")
 
-	stdout, stderr, code := runPlugin(t, alice, "scan", "-n", "team", "-o", "json")
+	stdout, stderr, code := pluginOn(alice).scan(t, "-n", "team", "-o", "json").out()
 	if code != 0 && code != 2 {
 		t.Fatalf("scan -n team as a pod reader: exit %d\nstderr: %s", code, stderr)
 	}
@@ -163,7 +163,7 @@ func TestScanRestrictedUser(t *testing.T) {
 
 	// Across all namespaces she may not list pods: no check can run, so the scan cannot say
 	// "healthy" (exit 1), yet it still prints its report listing the skipped checks.
-	stdout, stderr, code = runPlugin(t, alice, "scan", "-A", "-o", "json")
+	stdout, stderr, code = pluginOn(alice).scan(t, "-A", "-o", "json").out()
 	if code != 1 || !strings.Contains(stderr, "no check could run") {
 		t.Fatalf("scan -A as a pod reader: exit %d, want 1 and the reason\nstderr: %s", code, stderr)
 	}

@@ -108,7 +108,7 @@ func (e *teEnv) finalizerOwnerMissingEvidence(t *testing.T) {
 		metav1.PatchOptions{FieldManager: "kubectl-annotate"}); err != nil {
 		t.Fatal(err)
 	}
-	stdout, stderr, code := runPlugin(t, e.c.Kubeconfig, "fix", "--from-report", saved, f.ID, "--yes", "-o", "json")
+	stdout, stderr, code := pluginOn(e.c.Kubeconfig).fix(t, "--from-report", saved, f.ID, "--yes", "-o", "json").out()
 	if code != 3 || !strings.Contains(stdout, `"refused"`) {
 		t.Fatalf("fix from a stale report: exit %d, want 3 with a refused action\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -154,11 +154,7 @@ func (e *teEnv) scanUserIn(t *testing.T, user string, namespaces ...string) stri
 // scanAs runs the scan with another kubeconfig; it accepts exit 0 or 2.
 func (e *teEnv) scanAs(t *testing.T, kubeconfig, ns string) *report.Report {
 	t.Helper()
-	stdout, stderr, code := runPlugin(t, kubeconfig, "scan", "-n", ns, "--checks", teCheck, "-o", "json", "--min-age", "0s")
-	if code != 0 && code != 2 {
-		t.Fatalf("scan -n %s: exit %d\nstdout:\n%s\nstderr:\n%s", ns, code, stdout, stderr)
-	}
-	return parseReport(t, stdout)
+	return pluginOn(kubeconfig).scan(t, "-n", ns, "--checks", teCheck, "-o", "json", "--min-age", "0s").wantFindingsOrNone().report()
 }
 
 // statefulSet creates a StatefulSet of one replica on the kwok node and waits until it is available.

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kubelet"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fix"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
@@ -49,7 +50,7 @@ type teEnv struct {
 
 func TestStuckTerminating(t *testing.T) {
 	stages := filepath.Join(t.TempDir(), "kwok-stages.yaml")
-	if err := os.WriteFile(stages, []byte(scenario.KwokStages), 0o600); err != nil {
+	if err := os.WriteFile(stages, []byte(kubelet.Stages), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c := testcluster.Start(t, testcluster.Options{
@@ -371,7 +372,7 @@ func (e *teEnv) nodeNotReady(t *testing.T) {
 		ids = append(ids, f.ID)
 	}
 
-	table, stderr, code := runPlugin(t, e.c.Kubeconfig, "scan", "-n", ns, "--checks", teCheck, "--min-age", "0s")
+	table, stderr, code := pluginOn(e.c.Kubeconfig).scan(t, "-n", ns, "--checks", teCheck, "--min-age", "0s").out()
 	if code != 2 || !strings.Contains(table, "2 pods on node/"+teKwokNode) || strings.Contains(table, "pod/api-0") {
 		t.Errorf("table: exit %d, want 2 and one line for both pods on %s:\n%s\n%s", code, teKwokNode, table, stderr)
 	}
@@ -519,22 +520,15 @@ func teIgnoreNotFound(err error) error {
 // scan runs `scan -n ns --checks stuck-terminating -o json --min-age 0s`; wantExit -1 accepts 0 or 2.
 func (e *teEnv) scan(t *testing.T, ns string, wantExit int) *report.Report {
 	t.Helper()
-	stdout, stderr, code := runPlugin(t, e.c.Kubeconfig, "scan", "-n", ns, "--checks", teCheck, "-o", "json", "--min-age", "0s")
-	if (wantExit >= 0 && code != wantExit) || (wantExit < 0 && code != 0 && code != 2) {
-		t.Fatalf("scan -n %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", ns, code, wantExit, stdout, stderr)
-	}
-	return parseReport(t, stdout)
+	return pluginOn(e.c.Kubeconfig).scan(t, "-n", ns, "--checks", teCheck, "-o", "json", "--min-age", "0s").wantScanExit(wantExit).report()
 }
 
 // fix runs the real `fix` on findings (IDs separated by spaces) and checks each action's status.
 func (e *teEnv) fix(t *testing.T, ns, ids string, wantExit int, wantStatus ...string) {
 	t.Helper()
-	args := append([]string{"fix", "-n", ns, "--checks", teCheck, "--min-age", "0s"}, strings.Fields(ids)...)
+	args := append([]string{"-n", ns, "--checks", teCheck, "--min-age", "0s"}, strings.Fields(ids)...)
 	args = append(args, "--yes", "-o", "json")
-	stdout, stderr, code := runPlugin(t, e.c.Kubeconfig, args...)
-	if code != wantExit {
-		t.Fatalf("fix %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", ids, code, wantExit, stdout, stderr)
-	}
+	stdout := pluginOn(e.c.Kubeconfig).fix(t, args...).wantExit(wantExit).stdout
 	var doc fix.Document
 	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 		t.Fatalf("fix -o json is not a result document: %v\n%s", err, stdout)
@@ -548,14 +542,6 @@ func (e *teEnv) fix(t *testing.T, ns, ids string, wantExit int, wantStatus ...st
 	}
 }
 
-func teSummaries(rep *report.Report) string {
-	var b strings.Builder
-	for _, f := range rep.Findings {
-		fmt.Fprintf(&b, "  %s %s %s %s: %s\n", f.ID, f.Check, f.RootCause.ID, f.Object, f.Summary)
-	}
-	return b.String()
-}
-
 func teFind(t *testing.T, rep *report.Report, kind, name string) report.Finding {
 	t.Helper()
 	for _, f := range rep.Findings {
@@ -563,6 +549,6 @@ func teFind(t *testing.T, rep *report.Report, kind, name string) report.Finding 
 			return f
 		}
 	}
-	t.Fatalf("no %s finding for %s %s; findings:\n%s", teCheck, kind, name, teSummaries(rep))
+	t.Fatalf("no %s finding for %s %s; findings:\n%s", teCheck, kind, name, summaries(rep))
 	return report.Finding{}
 }
