@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/version"
@@ -212,8 +213,6 @@ func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Inp
 }
 
 func (col *collector) parallel(ctx context.Context, want map[snapshot.Input]bool, readers map[snapshot.Input]func(context.Context) error) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, col.opts.Concurrency)
 	names := make([]snapshot.Input, 0, len(readers))
 	for in := range readers {
 		names = append(names, in)
@@ -226,21 +225,22 @@ func (col *collector) parallel(ctx context.Context, want map[snapshot.Input]bool
 		}
 		return names[i] < names[j]
 	})
+	var g errgroup.Group
+	g.SetLimit(col.opts.Concurrency)
 	for _, in := range names {
 		if !want[in] {
 			continue
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(in snapshot.Input, read func(context.Context) error) {
-			defer wg.Done()
-			defer func() { <-sem }()
+		read := readers[in]
+		// Go waits for a free slot, so the reads start in the order above.
+		g.Go(func() error {
 			if err := read(ctx); err != nil {
 				col.unread(in, err)
 			}
-		}(in, readers[in])
+			return nil // recorded: a failed input never stops the others
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 }
 
 func (col *collector) unread(in snapshot.Input, err error) {

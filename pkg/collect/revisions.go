@@ -3,9 +3,10 @@ package collect
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
-	"sync"
 
+	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,33 +38,26 @@ func (col *collector) readRevisions(ctx context.Context) int {
 	if len(todo) == 0 {
 		return 0
 	}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		sem  = make(chan struct{}, col.opts.Concurrency)
-		read = make([]*appsv1.ControllerRevision, len(todo))
-		errs []string
-	)
+	// Each read fills its own slot, so the results need no lock and keep the order asked.
+	read := make([]*appsv1.ControllerRevision, len(todo))
+	errs := make([]string, len(todo))
+	var g errgroup.Group
+	g.SetLimit(col.opts.Concurrency)
 	for i, r := range todo {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			cr, err := get(ctx, col, func(ctx context.Context) (*appsv1.ControllerRevision, error) { return col.getRevision(ctx, r) })
 			switch {
 			case apierrors.IsNotFound(err):
 			case err != nil:
-				mu.Lock()
-				errs = append(errs, readErr("get", "controllerrevisions "+r.Namespace+"/"+r.Name, err).Error())
-				mu.Unlock()
+				errs[i] = readErr("get", "controllerrevisions "+r.Namespace+"/"+r.Name, err).Error()
 			default:
 				cr.ManagedFields = nil
 				read[i] = cr
 			}
-		}()
+			return nil // recorded below: a failed read never stops the others
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	col.add(func(s *snapshot.Snapshot) {
 		for _, cr := range read {
 			if cr == nil {
@@ -73,7 +67,7 @@ func (col *collector) readRevisions(ctx context.Context) int {
 			s.Revisions = append(removeRevision(s.Revisions, cr.Namespace, cr.Name), cr)
 		}
 	})
-	if len(errs) > 0 {
+	if errs = slices.DeleteFunc(errs, func(e string) bool { return e == "" }); len(errs) > 0 {
 		col.unread(snapshot.InputControllerRevisions, errors.New(strings.Join(errs, "; ")))
 	}
 	return len(todo)
