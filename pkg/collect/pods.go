@@ -54,10 +54,10 @@ func (col *collector) readPods(ctx context.Context) error {
 	return err
 }
 
-// maxCandidateRounds bounds how often the checks are asked for candidates in one scan.
-const maxCandidateRounds = 3
+// maxReadRounds bounds the rounds of targeted pod reads in one scan.
+const maxReadRounds = 3
 
-// readCandidates reads the full objects of the pods the checks asked for that are not read yet:
+// readCandidates reads the full objects of the pods the checks declared that are not read yet:
 // by the selector LISTs planCandidateReads chose, and the rest one GET each, a bounded number at a
 // time. Both are served from the apiserver's cache at the pod list's resourceVersion or newer. It
 // returns how many pods it asked for.

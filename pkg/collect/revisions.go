@@ -14,20 +14,17 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
-// readRevisions reads the ControllerRevisions the checks name that are not read yet, one GET
-// each, a bounded number at a time: metadata-only unless the data is asked for. The checks name
-// a few per workload they are concerned with, so a GET each costs less than listing every
-// revision in scope. A revision that is gone is left out; other failures are recorded. It
-// returns how many it asked for.
-func (col *collector) readRevisions(ctx context.Context) int {
-	if col.opts.Revisions == nil {
-		return 0
-	}
+// readRevisions reads the ControllerRevisions due that are not read yet, one GET each, a bounded
+// number at a time: metadata-only unless the data is asked for. The checks name a few per
+// workload they are concerned with, so a GET each costs less than listing every revision in
+// scope. A revision that is gone is left out; other failures are recorded. It returns how many
+// it asked for.
+func (col *collector) readRevisions(ctx context.Context, due []snapshot.RevisionRead) int {
 	if col.revisionsAsked == nil {
 		col.revisionsAsked = map[string]bool{}
 	}
 	var todo []snapshot.RevisionRead
-	for _, r := range col.opts.Revisions(col.snap) {
+	for _, r := range due {
 		k := r.Namespace + "/" + r.Name
 		if full, asked := col.revisionsAsked[k]; asked && (full || !r.Full) {
 			continue

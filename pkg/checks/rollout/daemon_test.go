@@ -7,7 +7,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	ct "github.com/workloaddoctor/kubectl-workloaddoctor/internal/checktest"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
@@ -96,9 +95,8 @@ func TestDaemonPodsAskedForOnlyWhenAwaited(t *testing.T) {
 			} else {
 				c.Pods = []*corev1.Pod{updated}
 			}
-			got := New().(interface {
-				PodCandidates(*snapshot.Snapshot) []types.UID
-			}).PodCandidates(c.Snapshot())
+			s := c.Snapshot()
+			got := New().(check).DeclareReads(s).PodsDue(s)
 			if !slices.Contains(got, updated.UID) {
 				t.Errorf("candidates %v lack the updated pod", got)
 			}
