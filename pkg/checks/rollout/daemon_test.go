@@ -103,6 +103,12 @@ func TestDaemonPodsAskedForOnlyWhenAwaited(t *testing.T) {
 			if slices.Contains(got, daemon.UID) != tc.want {
 				t.Errorf("candidates %v: daemon pod asked for = %v, want %v", got, !tc.want, tc.want)
 			}
+			// Declared before any pod is read, as the collector asks: the same reads once it is.
+			meta := c
+			meta.MetaOnlyPods, meta.Pods = append(slices.Clone(c.MetaOnlyPods), c.Pods...), nil
+			if later := New().(check).DeclareReads(meta.Snapshot()).PodsDue(s); !slices.Equal(later, got) {
+				t.Errorf("declared on the metadata-only snapshot: pods due once read = %v, want %v", later, got)
+			}
 		})
 	}
 }
