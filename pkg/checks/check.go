@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
-
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
@@ -58,12 +56,6 @@ type Check interface {
 	Info() Info
 	// Run returns the findings; threshold is the age a condition must reach to be reported.
 	Run(s *snapshot.Snapshot, threshold time.Duration) []report.Finding
-}
-
-// PodSelector is implemented by checks that need the full objects of some pods. The collector
-// calls it on the metadata-only snapshot and reads just those pods in full.
-type PodSelector interface {
-	PodCandidates(s *snapshot.Snapshot) []types.UID
 }
 
 // Registry is an ordered set of checks.

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/version"
@@ -51,10 +52,9 @@ type Options struct {
 	// Retry bounds the retries of each read; the zero value is retry's default, within
 	// Clients.Timeout.
 	Retry retry.Policy
-	// Candidates returns the pods to read in full, given the metadata-only snapshot.
-	Candidates func(*snapshot.Snapshot) []types.UID
-	// Revisions returns the ControllerRevisions to read, asked along with the candidates.
-	Revisions func(*snapshot.Snapshot) []snapshot.RevisionRead
+	// Reads returns the targeted reads the checks declare: the pods to read in full and the
+	// ControllerRevisions to read. It is asked once, on the indexed metadata-only snapshot.
+	Reads func(*snapshot.Snapshot) snapshot.Reads
 	// PodAnnotations are the annotations metadata-only pods keep. The others (CNI state,
 	// last-applied configurations, hashes) can outweigh the rest of a pod's metadata and are
 	// dropped while the pod list is decoded.
@@ -112,6 +112,9 @@ type collector struct {
 
 // Collect reads the inputs into a new, indexed snapshot. It fails only when the cluster cannot be
 // reached at all; every other failure is recorded in Snapshot.Unread.
+//
+// It runs in stages, each on what the one before read: the bulk lists, the index, the targeted
+// reads the checks declared on that index, and the evidence that only adds detail.
 func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Input) (*snapshot.Snapshot, error) {
 	pageSizeSet := opts.PageSize > 0
 	opts.defaults()
@@ -123,26 +126,45 @@ func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Inp
 		Unread: map[snapshot.Input]error{}, Limits: map[snapshot.Input]string{}, Installed: map[string]bool{}, Logs: map[string]string{},
 	}}
 	ctx = WithServerDate(ctx, &col.date)
-	var sv *version.Info
-	err := col.retry.Do(ctx, func(context.Context) error {
-		var err error
-		sv, err = c.Discovery.ServerVersion()
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read server version: %w", err)
+	if err := col.connect(ctx, pageSizeSet); err != nil {
+		return nil, err
 	}
-	col.snap.ServerVersion = sv.GitVersion
-	col.podPageSize = opts.PageSize
-	if !pageSizeSet && streamsLists(sv.Major, sv.Minor) {
-		col.podPageSize = 0
-	}
-	col.discover(ctx)
-
 	want := map[snapshot.Input]bool{}
 	for _, in := range inputs {
 		want[in] = true
 	}
+	col.bulkLists(ctx, want)
+	col.index()
+	if want[snapshot.InputPods] && opts.Reads != nil {
+		col.targetedReads(ctx, opts.Reads(col.snap))
+	}
+	col.evidence(ctx, want)
+	col.snap.Index()
+	return col.snap, nil
+}
+
+// connect reads the server's version, which says how to list pods, and discovers its resources.
+func (col *collector) connect(ctx context.Context, pageSizeSet bool) error {
+	var sv *version.Info
+	err := col.retry.Do(ctx, func(context.Context) error {
+		var err error
+		sv, err = col.c.Discovery.ServerVersion()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("read server version: %w", err)
+	}
+	col.snap.ServerVersion = sv.GitVersion
+	col.podPageSize = col.opts.PageSize
+	if !pageSizeSet && streamsLists(sv.Major, sv.Minor) {
+		col.podPageSize = 0
+	}
+	col.discover(ctx)
+	return nil
+}
+
+// bulkLists reads every wanted input whole (pods metadata-only), several at a time.
+func (col *collector) bulkLists(ctx context.Context, want map[snapshot.Input]bool) {
 	readers := map[snapshot.Input]func(context.Context) error{
 		snapshot.InputPods:               col.readPods,
 		snapshot.InputNodes:              col.readNodes,
@@ -164,33 +186,40 @@ func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Inp
 	if want[snapshot.InputObjects] {
 		col.addCoveredObjects()
 	}
+}
+
+// index dates the snapshot on the apiserver's clock and indexes what the bulk lists read, for
+// the checks to declare their targeted reads on.
+func (col *collector) index() {
 	col.snap.Now, col.snap.ClockOffset = col.date.Now(col.opts.Clock())
 	col.snap.Index()
+}
 
-	if want[snapshot.InputPods] && opts.Candidates != nil {
-		// A check may ask for more pods once it has seen the first ones (a sample of a group,
-		// then the whole group), so candidates are asked for again until none are new.
-		settled := false
-		for range maxCandidateRounds {
-			read, err := col.readCandidates(ctx, opts.Candidates(col.snap))
-			if err != nil {
-				col.unread(snapshot.InputPods, err)
-				break
-			}
-			if read > 0 {
-				col.snap.Index()
-			}
-			// Revisions are asked for on what the pods read so far show.
-			if col.readRevisions(ctx) == 0 && read == 0 {
-				settled = true
-				break
-			}
+// targetedReads carries out the reads the checks declared, in rounds: the pods due, then the
+// revisions due on what the snapshot holds then. A round can make more reads due (a sample
+// that differs, a pod that names a revision), so rounds go on until one finds nothing new,
+// within maxReadRounds rounds of pod reads.
+func (col *collector) targetedReads(ctx context.Context, reads snapshot.Reads) {
+	for range maxReadRounds {
+		read, err := col.readCandidates(ctx, reads.PodsDue(col.snap))
+		if err != nil {
+			col.unread(snapshot.InputPods, err)
+			break
 		}
-		if !settled {
-			// The last round's pods may name revisions still.
-			col.readRevisions(ctx)
+		if read > 0 {
+			col.snap.Index()
+		}
+		if col.readRevisions(ctx, reads.RevisionsDue(col.snap)) == 0 && read == 0 {
+			return
 		}
 	}
+	// The last round's pods may name revisions still.
+	col.readRevisions(ctx, reads.RevisionsDue(col.snap))
+}
+
+// evidence reads what only adds detail to what the checks find: the controllers' logs, and last
+// the leader Lease again, so that its two reads are as far apart as the scan allows.
+func (col *collector) evidence(ctx context.Context, want map[snapshot.Input]bool) {
 	if want[snapshot.InputControllerLogs] {
 		if err := col.readLogs(ctx); err != nil {
 			col.unread(snapshot.InputControllerLogs, err)
@@ -201,19 +230,14 @@ func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Inp
 			col.unread(snapshot.InputClusterAPILogs, err)
 		}
 	}
-	// Last, so that the two reads of the leader Lease are as far apart as the scan allows.
 	if want[snapshot.InputControllers] {
 		if err := col.rereadLeaderLease(ctx); err != nil {
 			col.unread(snapshot.InputControllers, err)
 		}
 	}
-	col.snap.Index()
-	return col.snap, nil
 }
 
 func (col *collector) parallel(ctx context.Context, want map[snapshot.Input]bool, readers map[snapshot.Input]func(context.Context) error) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, col.opts.Concurrency)
 	names := make([]snapshot.Input, 0, len(readers))
 	for in := range readers {
 		names = append(names, in)
@@ -226,21 +250,22 @@ func (col *collector) parallel(ctx context.Context, want map[snapshot.Input]bool
 		}
 		return names[i] < names[j]
 	})
+	var g errgroup.Group
+	g.SetLimit(col.opts.Concurrency)
 	for _, in := range names {
 		if !want[in] {
 			continue
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(in snapshot.Input, read func(context.Context) error) {
-			defer wg.Done()
-			defer func() { <-sem }()
+		read := readers[in]
+		// Go waits for a free slot, so the reads start in the order above.
+		g.Go(func() error {
 			if err := read(ctx); err != nil {
 				col.unread(in, err)
 			}
-		}(in, readers[in])
+			return nil // recorded: a failed input never stops the others
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 }
 
 func (col *collector) unread(in snapshot.Input, err error) {

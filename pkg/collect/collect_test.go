@@ -364,7 +364,7 @@ func TestCollectReadsPodsAndCandidates(t *testing.T) {
 			opts := allNamespaces
 			opts.PageSize = tc.pageSize
 			opts.PodAnnotations = []string{"example.com/read"}
-			opts.Candidates = func(*snapshot.Snapshot) []types.UID { return cands }
+			opts.Reads = readPods(cands)
 			s := collect(t, c, opts, snapshot.InputPods)
 
 			if len(s.Unread) != 0 {
@@ -406,6 +406,13 @@ func TestCollectReadsPodsAndCandidates(t *testing.T) {
 	}
 }
 
+// readPods declares the given pods read in full.
+func readPods(uids []types.UID) func(*snapshot.Snapshot) snapshot.Reads {
+	return func(*snapshot.Snapshot) snapshot.Reads {
+		return snapshot.Reads{Pods: []snapshot.PodReads{{UIDs: uids}}}
+	}
+}
+
 const selectWeb = "labelSelector=app%3Dweb&resourceVersion=100&resourceVersionMatch=NotOlderThan"
 
 func inShop(query string) string { return "shop?" + query }
@@ -421,11 +428,77 @@ func sameQuery(a, b string) bool {
 	return slices.Equal(split(a), split(b))
 }
 
+// The checks' reads are declared once; the collector carries out the conditional ones itself as
+// the reads before them make them due: a sample of web first, then the rest of web once the
+// sample is read, and a revision once a pod it concerns is read. Each round reads only what is
+// new, and a round with nothing new ends them.
+func TestCollectCarriesOutDeclaredReads(t *testing.T) {
+	c, _ := podCluster(t)
+	rev := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1"}, Data: runtime.RawExtension{Raw: []byte(`{}`)}}
+	if err := c.kube.Tracker().Add(rev); err != nil {
+		t.Fatal(err)
+	}
+	read := func(s *snapshot.Snapshot, uid types.UID) bool { _, full := s.FullPod(uid); return full }
+	var web []types.UID
+	for i := range 6 {
+		web = append(web, types.UID(fmt.Sprintf("shop/web-%d", i)))
+	}
+	declared := 0
+	opts := allNamespaces
+	opts.Reads = func(*snapshot.Snapshot) snapshot.Reads {
+		declared++
+		return snapshot.Reads{
+			Pods: []snapshot.PodReads{{UIDs: []types.UID{"shop/lone"}},
+				{UIDs: web[:1], All: web, Widen: func(s *snapshot.Snapshot) bool { return read(s, web[0]) }}},
+			Revisions: []snapshot.RevisionReads{{Reads: []snapshot.RevisionRead{{Namespace: "shop", Name: "web-1", Full: true}},
+				When: func(s *snapshot.Snapshot) bool { return read(s, web[3]) }}},
+		}
+	}
+	s := collect(t, c, opts, snapshot.InputPods)
+	if declared != 1 {
+		t.Errorf("reads declared %d times, want once", declared)
+	}
+	var full []string
+	for _, p := range s.FullPods {
+		full = append(full, p.Name)
+	}
+	if want := []string{"lone", "web-0", "web-1", "web-2", "web-3", "web-4", "web-5"}; !slices.Equal(full, want) {
+		t.Errorf("pods read in full = %v, want %v", full, want)
+	}
+	if len(s.Revisions) != 1 || string(s.Revisions[0].Data.Raw) != `{}` {
+		t.Errorf("revisions = %v, want web-1 in full", s.Revisions)
+	}
+	var gets []string
+	for _, a := range c.kube.Actions() {
+		if g, ok := a.(clienttesting.GetAction); ok {
+			gets = append(gets, g.GetResource().Resource+" "+g.GetName())
+		}
+	}
+	if want := []string{"pods lone", "pods web-0", "controllerrevisions web-1"}; !slices.Equal(sorted(gets), sorted(want)) {
+		t.Errorf("GETs = %v, want %v", gets, want)
+	}
+	var lists []string
+	for _, r := range c.pods.requests() {
+		if strings.Contains(r, "labelSelector") {
+			lists = append(lists, r)
+		}
+	}
+	if want := []string{inShop(selectWeb)}; !slices.EqualFunc(lists, want, sameQuery) {
+		t.Errorf("candidate lists = %v, want the rest of web in one %v", lists, want)
+	}
+}
+
+func sorted(in []string) []string {
+	out := slices.Clone(in)
+	slices.Sort(out)
+	return out
+}
+
 func TestCollectRecordsFailedCandidateReads(t *testing.T) {
 	c, cands := podCluster(t)
 	c.forbid("get", "pods", "*")
 	opts := allNamespaces
-	opts.Candidates = func(*snapshot.Snapshot) []types.UID { return cands }
+	opts.Reads = readPods(cands)
 	s := collect(t, c, opts, snapshot.InputPods)
 	if got := unread(s)[snapshot.InputPods]; got != "read candidate pods: forbidden: get pods" {
 		t.Errorf("unread pods = %q", got)

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -41,19 +41,16 @@ func (col *collector) readObjects(ctx context.Context) error {
 		seen[gr] = true
 		todo = append(todo, r)
 	}
-	var (
-		wg        sync.WaitGroup
-		sem       = make(chan struct{}, col.opts.Concurrency)
-		mu        sync.Mutex
-		forbidden []string
-		failed    []string
-	)
-	for _, r := range todo {
-		wg.Add(1)
-		go func(r discovered) {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
+	// Each list fills its own slot, so the results need no lock; they are added in the order listed.
+	type listed struct {
+		found []snapshot.Object
+		err   error
+	}
+	out := make([]listed, len(todo))
+	var g errgroup.Group
+	g.SetLimit(col.opts.Concurrency)
+	for i, r := range todo {
+		g.Go(func() error {
 			var found []snapshot.Object
 			// With a label selector only objects matching it can be findings.
 			err := col.paginate(ctx, metav1.ListOptions{LabelSelector: col.opts.Scope.LabelSelector}, func(ctx context.Context, o metav1.ListOptions) (string, error) {
@@ -68,26 +65,31 @@ func (col *collector) readObjects(ctx context.Context) error {
 				}
 				return l.Continue, nil
 			}, func() { found = nil })
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case apierrors.IsForbidden(err) && r.gvr.GroupResource() == (schema.GroupResource{Resource: "secrets"}):
-				// Listing Secrets, even metadata-only, needs a right that returns secret data; the
-				// scan role does not grant it, so this is a stated limit, not a coverage gap.
-				col.mu.Lock()
-				col.snap.Limits[snapshot.InputObjects] = "secrets not listed: these credentials may not list secrets, so stuck Secrets are not reported"
-				col.mu.Unlock()
-			case apierrors.IsForbidden(err):
-				forbidden = append(forbidden, resourceName(r.gvr))
-			case apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err):
-				// Served in discovery but not listable here: nothing to report.
-			case err != nil:
-				failed = append(failed, fmt.Sprintf("%s (%v)", resourceName(r.gvr), err))
-			}
-			col.add(func(s *snapshot.Snapshot) { s.Objects = append(s.Objects, found...) })
-		}(r)
+			out[i] = listed{found, err}
+			return nil // recorded below: a failed list never stops the others
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
+	var forbidden, failed []string
+	var found []snapshot.Object
+	for i, r := range todo {
+		switch err := out[i].err; {
+		case apierrors.IsForbidden(err) && r.gvr.GroupResource() == (schema.GroupResource{Resource: "secrets"}):
+			// Listing Secrets, even metadata-only, needs a right that returns secret data; the
+			// scan role does not grant it, so this is a stated limit, not a coverage gap.
+			col.add(func(s *snapshot.Snapshot) {
+				s.Limits[snapshot.InputObjects] = "secrets not listed: these credentials may not list secrets, so stuck Secrets are not reported"
+			})
+		case apierrors.IsForbidden(err):
+			forbidden = append(forbidden, resourceName(r.gvr))
+		case apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err):
+			// Served in discovery but not listable here: nothing to report.
+		case err != nil:
+			failed = append(failed, fmt.Sprintf("%s (%v)", resourceName(r.gvr), err))
+		}
+		found = append(found, out[i].found...)
+	}
+	col.add(func(s *snapshot.Snapshot) { s.Objects = append(s.Objects, found...) })
 	var errs []error
 	if col.discErr != nil {
 		errs = append(errs, col.discErr)

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,10 +54,10 @@ func (col *collector) readPods(ctx context.Context) error {
 	return err
 }
 
-// maxCandidateRounds bounds how often the checks are asked for candidates in one scan.
-const maxCandidateRounds = 3
+// maxReadRounds bounds the rounds of targeted pod reads in one scan.
+const maxReadRounds = 3
 
-// readCandidates reads the full objects of the pods the checks asked for that are not read yet:
+// readCandidates reads the full objects of the pods the checks declared that are not read yet:
 // by the selector LISTs planCandidateReads chose, and the rest one GET each, a bounded number at a
 // time. Both are served from the apiserver's cache at the pod list's resourceVersion or newer. It
 // returns how many pods it asked for.
@@ -77,9 +78,7 @@ func (col *collector) readCandidates(ctx context.Context, uids []types.UID) (int
 	}
 	lists, gets := planCandidateReads(col.snap.Pods, cands, col.namespace() != "")
 	var (
-		wg   sync.WaitGroup
-		sem  = make(chan struct{}, col.opts.Concurrency*2)
-		mu   sync.Mutex
+		mu   sync.Mutex // keep and fail are called from every read
 		full []*corev1.Pod
 		seen = map[types.UID]bool{}
 		errs []string
@@ -107,10 +106,10 @@ func (col *collector) readCandidates(ctx context.Context, uids []types.UID) (int
 		errs = append(errs, err.Error())
 		allLimits = allLimits && retry.Limit(err)
 	}
+	var g errgroup.Group
+	g.SetLimit(col.opts.Concurrency * 2)
 	for _, l := range lists {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		g.Go(func() error {
 			ns := l.namespace
 			if ns == "" {
 				ns = col.namespace()
@@ -126,12 +125,11 @@ func (col *collector) readCandidates(ctx context.Context, uids []types.UID) (int
 			if err != nil {
 				fail(readErr("list", "pods -l "+l.selector(""), err))
 			}
+			return nil // recorded: a failed read never stops the others
 		})
 	}
 	for _, p := range gets {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		g.Go(func() error {
 			got, err := get(ctx, col, func(ctx context.Context) (*corev1.Pod, error) {
 				return col.c.Kube.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{ResourceVersion: col.podsRV})
 			})
@@ -143,9 +141,10 @@ func (col *collector) readCandidates(ctx context.Context, uids []types.UID) (int
 			case got.UID == p.UID:
 				keep(got)
 			}
+			return nil
 		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	// Deterministic order whatever the reads' timing.
 	sort.Slice(full, func(i, j int) bool { return full[i].UID < full[j].UID })
 	col.add(func(s *snapshot.Snapshot) { s.FullPods = append(s.FullPods, full...) })

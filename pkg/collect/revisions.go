@@ -3,9 +3,10 @@ package collect
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
-	"sync"
 
+	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,20 +14,17 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
-// readRevisions reads the ControllerRevisions the checks name that are not read yet, one GET
-// each, a bounded number at a time: metadata-only unless the data is asked for. The checks name
-// a few per workload they are concerned with, so a GET each costs less than listing every
-// revision in scope. A revision that is gone is left out; other failures are recorded. It
-// returns how many it asked for.
-func (col *collector) readRevisions(ctx context.Context) int {
-	if col.opts.Revisions == nil {
-		return 0
-	}
+// readRevisions reads the ControllerRevisions due that are not read yet, one GET each, a bounded
+// number at a time: metadata-only unless the data is asked for. The checks name a few per
+// workload they are concerned with, so a GET each costs less than listing every revision in
+// scope. A revision that is gone is left out; other failures are recorded. It returns how many
+// it asked for.
+func (col *collector) readRevisions(ctx context.Context, due []snapshot.RevisionRead) int {
 	if col.revisionsAsked == nil {
 		col.revisionsAsked = map[string]bool{}
 	}
 	var todo []snapshot.RevisionRead
-	for _, r := range col.opts.Revisions(col.snap) {
+	for _, r := range due {
 		k := r.Namespace + "/" + r.Name
 		if full, asked := col.revisionsAsked[k]; asked && (full || !r.Full) {
 			continue
@@ -37,33 +35,26 @@ func (col *collector) readRevisions(ctx context.Context) int {
 	if len(todo) == 0 {
 		return 0
 	}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		sem  = make(chan struct{}, col.opts.Concurrency)
-		read = make([]*appsv1.ControllerRevision, len(todo))
-		errs []string
-	)
+	// Each read fills its own slot, so the results need no lock and keep the order asked.
+	read := make([]*appsv1.ControllerRevision, len(todo))
+	errs := make([]string, len(todo))
+	var g errgroup.Group
+	g.SetLimit(col.opts.Concurrency)
 	for i, r := range todo {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			cr, err := get(ctx, col, func(ctx context.Context) (*appsv1.ControllerRevision, error) { return col.getRevision(ctx, r) })
 			switch {
 			case apierrors.IsNotFound(err):
 			case err != nil:
-				mu.Lock()
-				errs = append(errs, readErr("get", "controllerrevisions "+r.Namespace+"/"+r.Name, err).Error())
-				mu.Unlock()
+				errs[i] = readErr("get", "controllerrevisions "+r.Namespace+"/"+r.Name, err).Error()
 			default:
 				cr.ManagedFields = nil
 				read[i] = cr
 			}
-		}()
+			return nil // recorded below: a failed read never stops the others
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	col.add(func(s *snapshot.Snapshot) {
 		for _, cr := range read {
 			if cr == nil {
@@ -73,7 +64,7 @@ func (col *collector) readRevisions(ctx context.Context) int {
 			s.Revisions = append(removeRevision(s.Revisions, cr.Namespace, cr.Name), cr)
 		}
 	})
-	if len(errs) > 0 {
+	if errs = slices.DeleteFunc(errs, func(e string) bool { return e == "" }); len(errs) > 0 {
 		col.unread(snapshot.InputControllerRevisions, errors.New(strings.Join(errs, "; ")))
 	}
 	return len(todo)

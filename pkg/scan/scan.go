@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -76,8 +75,8 @@ func Run(ctx context.Context, c collect.Clients, opts Options) (*report.Report, 
 	opts.Scope.MinAgeSet = opts.MinAge >= 0
 	snap, err := collect.Collect(ctx, c, collect.Options{
 		Scope: opts.Scope, Settings: opts.Settings, PageSize: opts.PageSize, Clock: opts.Clock,
-		Candidates: candidates(opts.Checks), PodAnnotations: checks.PodAnnotations(opts.Checks),
-		Revisions: checks.Revisions(opts.Checks),
+		PodAnnotations: checks.PodAnnotations(opts.Checks),
+		Reads:          func(s *snapshot.Snapshot) snapshot.Reads { return checks.DeclareReads(opts.Checks, s) },
 	}, checks.Needs(opts.Checks))
 	if err != nil {
 		return nil, nil, err
@@ -90,25 +89,4 @@ func Run(ctx context.Context, c collect.Clients, opts Options) (*report.Report, 
 	}
 	r.Normalize()
 	return r, snap, nil
-}
-
-// candidates asks every check that needs full pods which ones, and reads each pod once.
-func candidates(cs []checks.Check) func(*snapshot.Snapshot) []types.UID {
-	return func(s *snapshot.Snapshot) []types.UID {
-		seen := map[types.UID]bool{}
-		var out []types.UID
-		for _, c := range cs {
-			sel, ok := c.(checks.PodSelector)
-			if !ok {
-				continue
-			}
-			for _, uid := range sel.PodCandidates(s) {
-				if !seen[uid] {
-					seen[uid] = true
-					out = append(out, uid)
-				}
-			}
-		}
-		return out
-	}
 }

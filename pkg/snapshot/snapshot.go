@@ -161,8 +161,8 @@ type Snapshot struct {
 	// ControllerPods are the pods of the controllers' Deployments (to find leaders).
 	ControllerPods []*corev1.Pod
 	Workloads      []*kruise.Workload
-	// Revisions are the ControllerRevisions of OpenKruise workloads that a check asked for (see
-	// checks.RevisionSelector), read by name; one read metadata-only has no Data.
+	// Revisions are the ControllerRevisions of OpenKruise workloads that a check declared it reads
+	// (see Reads), read by name; one read metadata-only has no Data.
 	Revisions   []*appsv1.ControllerRevision
 	SidecarSets []*kruise.SidecarSet
 	// Objects are objects of other resources that are being deleted.

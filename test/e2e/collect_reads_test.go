@@ -66,7 +66,9 @@ func (pickCheck) Info() checks.Info {
 	return checks.Info{ID: "pick", Threshold: time.Minute,
 		Needs: []checks.Need{{Input: snapshot.InputPods, PodAnnotations: []string{"example.com/read"}}, {Input: snapshot.InputEvents}}}
 }
-func (c pickCheck) PodCandidates(s *snapshot.Snapshot) []types.UID       { return c.pick(s) }
+func (c pickCheck) DeclareReads(s *snapshot.Snapshot) snapshot.Reads {
+	return snapshot.Reads{Pods: []snapshot.PodReads{{UIDs: c.pick(s)}}}
+}
 func (pickCheck) Run(*snapshot.Snapshot, time.Duration) []report.Finding { return nil }
 
 // TestCollectorReadsCandidatesAndEventsServerSide checks how the collector reads what checks ask

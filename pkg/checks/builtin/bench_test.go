@@ -69,19 +69,19 @@ func BenchmarkChecks(b *testing.B) {
 	}
 }
 
-// BenchmarkPodCandidates is the selection the collector runs on the metadata-only snapshot to
-// decide which pods to read in full.
+// BenchmarkPodCandidates is the declaration the collector asks each check for on the
+// metadata-only snapshot, and the pods it has due there: those read in full in the first round.
 func BenchmarkPodCandidates(b *testing.B) {
 	s := benchSnapshot(b)
 	for _, c := range builtin.Checks().All() {
-		sel, ok := c.(checks.PodSelector)
+		d, ok := c.(checks.ReadDeclarer)
 		if !ok {
 			continue
 		}
 		b.Run(c.Info().ID, func(b *testing.B) {
 			var n int
 			for b.Loop() {
-				n = len(sel.PodCandidates(s))
+				n = len(d.DeclareReads(s).PodsDue(s))
 			}
 			b.ReportMetric(float64(n), "candidates")
 		})
@@ -150,25 +150,15 @@ func syntheticSnapshot(b testing.TB, nPods int) *snapshot.Snapshot {
 			}
 		}
 	}
-	// As the collector does: select candidates on the metadata-only snapshot, then read those in full.
+	// As the collector does: the checks declare their reads on the metadata-only snapshot, then
+	// the pods due are read in full.
 	s.Index()
-	seen := map[types.UID]bool{}
-	for _, c := range builtin.Checks().All() {
-		sel, ok := c.(checks.PodSelector)
-		if !ok {
-			continue
-		}
-		for _, uid := range sel.PodCandidates(s) {
-			if seen[uid] {
-				continue
-			}
-			seen[uid] = true
-			if f, ok := full[uid]; ok {
-				s.FullPods = append(s.FullPods, f)
-			} else if m, _ := s.Pod(uid); m != nil {
-				p := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: *m}
-				s.FullPods = append(s.FullPods, benchFull(p, benchNodeName(benchDeadNodes+int(p.CreationTimestamp.Unix()%int64(benchNodes-benchDeadNodes)))))
-			}
+	for _, uid := range checks.DeclareReads(builtin.Checks().All(), s).PodsDue(s) {
+		if f, ok := full[uid]; ok {
+			s.FullPods = append(s.FullPods, f)
+		} else if m, _ := s.Pod(uid); m != nil {
+			p := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: *m}
+			s.FullPods = append(s.FullPods, benchFull(p, benchNodeName(benchDeadNodes+int(p.CreationTimestamp.Unix()%int64(benchNodes-benchDeadNodes)))))
 		}
 	}
 	s.Index()

@@ -206,7 +206,7 @@ func TestFrozenVerdictUnderLabelSelector(t *testing.T) {
 		if got := len(ExpectationsUnsatisfied().Run(s, 5*time.Minute)) == 1; got != tt.judged {
 			t.Errorf("-l %q: judged = %v, want %v", tt.selector, got, tt.judged)
 		}
-		if got := len(ExpectationsUnsatisfied().(checks.PodSelector).PodCandidates(s)) > 0; got != tt.judged {
+		if got := len(ExpectationsUnsatisfied().(checks.ReadDeclarer).DeclareReads(s).PodsDue(s)) > 0; got != tt.judged {
 			t.Errorf("-l %q: pods asked for = %v, want %v", tt.selector, got, tt.judged)
 		}
 	}

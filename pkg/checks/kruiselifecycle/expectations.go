@@ -1,8 +1,10 @@
 package kruiselifecycle
 
 import (
+	"slices"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
@@ -34,32 +36,48 @@ func ExpectationsUnsatisfied() checks.Check {
 	}, expectationsDoc)}
 }
 
-// PodCandidates returns the pods of CloneSets whose status disagrees with their pods in the
+// DeclareReads declares the pods of CloneSets whose status disagrees with their pods in the
 // metadata, so phases are known for the few that may be frozen.
-func (expectationsUnsatisfied) PodCandidates(s *snapshot.Snapshot) []types.UID {
-	return expectationCandidates(s)
+func (expectationsUnsatisfied) DeclareReads(s *snapshot.Snapshot) snapshot.Reads {
+	return snapshot.Reads{Pods: expectationReads(s)}
 }
 
-func expectationCandidates(s *snapshot.Snapshot) []types.UID {
-	var out []types.UID
+// expectationReads declares the active pods of each CloneSet, read once its status disagrees
+// with them. A pod read in full may show it has finished and is no longer active, so once one of
+// them is read, whether the status disagrees is judged again on the pods read so far.
+func expectationReads(s *snapshot.Snapshot) []snapshot.PodReads {
+	var out []snapshot.PodReads
 	for _, w := range s.Workloads {
 		if w.Kind != kruise.KindCloneSet || !s.Scope.PodsComplete(w) {
 			continue
 		}
 		active, _ := ownedPods(s, w)
-		n := int32(len(active))
-		suspect := w.Generation > w.Status.ObservedGeneration || w.Status.Replicas != n ||
-			(w.Replicas != nil && *w.Replicas != n) ||
-			(w.Status.UpdateRevision != "" && w.Status.UpdatedReplicas != countRevision(active, w.Status.UpdateRevision)) ||
-			deletionPlanned(w, active)
-		if !suspect {
+		if len(active) == 0 {
 			continue
 		}
-		for _, p := range active {
-			out = append(out, p.UID)
+		uids := make([]types.UID, len(active))
+		for i, p := range active {
+			uids[i] = p.UID
 		}
+		declared := statusDisagrees(w, active)
+		out = append(out, snapshot.PodReads{UIDs: uids, When: func(s *snapshot.Snapshot) bool {
+			if !slices.ContainsFunc(uids, func(uid types.UID) bool { _, full := s.FullPod(uid); return full }) {
+				return declared
+			}
+			active, _ := ownedPods(s, w)
+			return statusDisagrees(w, active)
+		}})
 	}
 	return out
+}
+
+// statusDisagrees reports whether the CloneSet's status disagrees with its active pods.
+func statusDisagrees(w *kruise.Workload, active []*metav1.ObjectMeta) bool {
+	n := int32(len(active))
+	return w.Generation > w.Status.ObservedGeneration || w.Status.Replicas != n ||
+		(w.Replicas != nil && *w.Replicas != n) ||
+		(w.Status.UpdateRevision != "" && w.Status.UpdatedReplicas != countRevision(active, w.Status.UpdateRevision)) ||
+		deletionPlanned(w, active)
 }
 
 // Run reports the CloneSets whose status is frozen past the threshold, each with its root cause.

@@ -39,9 +39,9 @@ func StuckPreparingNormal() checks.Check {
 	}, preparingNormalDoc), expectations: ExpectationsUnsatisfied().Info()}
 }
 
-// PodCandidates selects, from the metadata-only pod list, the pods labelled PreparingNormal that
+// DeclareReads declares, from the metadata-only pod list, the pods labelled PreparingNormal that
 // an OpenKruise workload controls, plus the pods the expectations verdict needs in full.
-func (stuckPreparingNormal) PodCandidates(s *snapshot.Snapshot) []types.UID {
+func (stuckPreparingNormal) DeclareReads(s *snapshot.Snapshot) snapshot.Reads {
 	var out []types.UID
 	for _, p := range s.Pods {
 		if p.Labels[kruise.LabelLifecycleState] != kruise.StatePreparingNormal {
@@ -51,7 +51,7 @@ func (stuckPreparingNormal) PodCandidates(s *snapshot.Snapshot) []types.UID {
 			out = append(out, p.UID)
 		}
 	}
-	return append(out, expectationCandidates(s)...)
+	return snapshot.Reads{Pods: append([]snapshot.PodReads{{UIDs: out}}, expectationReads(s)...)}
 }
 
 // Run reports the pods PreparingNormal for longer than the threshold, each with its root cause.

@@ -271,20 +271,20 @@ func TestStuckPreparingNormalCandidates(t *testing.T) {
 		s.Pods = append(s.Pods, &meta)
 	}
 	s.Index()
-	got := StuckPreparingNormal().(checks.PodSelector).PodCandidates(s)
+	got := StuckPreparingNormal().(checks.ReadDeclarer).DeclareReads(s).PodsDue(s)
 	if len(got) != 1 || got[0] != stuck.UID {
 		t.Errorf("candidates = %v, want only %s", got, stuck.UID)
 	}
 	// A CloneSet whose status disagrees with its pods has them read in full.
 	w.Status.Replicas = 1
-	got = ExpectationsUnsatisfied().(checks.PodSelector).PodCandidates(s)
+	got = ExpectationsUnsatisfied().(checks.ReadDeclarer).DeclareReads(s).PodsDue(s)
 	if len(got) != 2 {
 		t.Errorf("expectations candidates = %v, want the CloneSet's two pods", got)
 	}
 }
 
-// Both checks select the pods they need in full.
+// Both checks declare the pods they need in full.
 var (
-	_ checks.PodSelector = stuckPreparingNormal{}
-	_ checks.PodSelector = expectationsUnsatisfied{}
+	_ checks.ReadDeclarer = stuckPreparingNormal{}
+	_ checks.ReadDeclarer = expectationsUnsatisfied{}
 )

@@ -77,42 +77,6 @@ func (h *history) templateFor(w *kruise.Workload) func(string) *corev1.PodTempla
 	return func(label string) *corev1.PodTemplateSpec { return h.template(w, label) }
 }
 
-// RevisionCandidates names the ControllerRevisions the check needs: in full, the current
-// revision of a workload whose partition keeps pods on it (its template is what those pods are
-// judged against); metadata-only, the revision a drifting pod is judged against (its creation
-// dates the drift). Only workloads with such pods are concerned.
-func (check) RevisionCandidates(s *snapshot.Snapshot) []snapshot.RevisionRead {
-	env := newPass(s, nil)
-	var out []snapshot.RevisionRead
-	for _, w := range inPlaceWorkloads(s) {
-		pods := ownedPods(s, w)
-		r := newRollout(s, w, pods)
-		asked := map[string]bool{}
-		ask := func(label string, full bool) {
-			cr := env.hist.revision(w, label)
-			if asked[label] || (cr != nil && (!full || len(cr.Data.Raw) > 0)) {
-				return
-			}
-			asked[label] = true
-			out = append(out, snapshot.RevisionRead{Namespace: w.Namespace, Name: revisionName(w, label), Full: full})
-		}
-		for _, meta := range pods {
-			pl := r.place(meta, env.hist.templateFor(w))
-			if pl.stand == standKept && pl.template == nil {
-				ask(pl.revision, true)
-				continue
-			}
-			if pl.stand == standPending && !env.mgrOld {
-				continue
-			}
-			if pod, full := s.FullPod(meta.UID); full && pl.judged() && env.sampleDiffers(w, pod, pl) {
-				ask(pl.revision, false)
-			}
-		}
-	}
-	return out
-}
-
 // driftSince is when the pod's difference from its placement's template began: the latest of
 // the pod's creation, the revision's creation (the template change) and the pod's in-place
 // update to that revision. Without the revision's creation, a failed in-place update of the pod

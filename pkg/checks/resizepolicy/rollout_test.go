@@ -87,7 +87,7 @@ func TestResizePolicyDriftFollowsTheRollout(t *testing.T) {
 		name  string
 		scene func(t *testing.T) scene
 		want  map[string]podResult // pods with a finding; every other pod has none
-		// revisions are what RevisionCandidates asks for ("name" or "name full").
+		// revisions are what the declaration has due ("name" or "name full").
 		revisions []string
 	}{
 		{
@@ -295,8 +295,12 @@ func TestResizePolicyDriftFollowsTheRollout(t *testing.T) {
 					}
 				}
 			}
+			// Declared on the metadata-only snapshot, due once the pods and revisions are read.
+			meta := sc
+			meta.metaOnly, meta.revisions = true, nil
+			reads := New().(checks.ReadDeclarer).DeclareReads(meta.snapshot())
 			var asked []string
-			for _, r := range New().(checks.RevisionSelector).RevisionCandidates(sc.snapshot()) {
+			for _, r := range reads.RevisionsDue(sc.snapshot()) {
 				name := r.Name
 				if r.Full {
 					name += " full"
@@ -318,7 +322,7 @@ func TestResizePolicyDriftCandidatesSkipPendingPods(t *testing.T) {
 	pods := []*corev1.Pod{workloadPod(w, "web-a", oldRev, time.Hour, appContainer("app:v1", nil)),
 		workloadPod(w, "web-b", oldRev, time.Hour, appContainer("app:v1", nil)), workloadPod(w, "web-c", newRev, time.Minute)}
 	s := scene{server: "v1.37.1", manager: "v1.9.0", workloads: []*kruise.Workload{w}, pods: pods, metaOnly: true}.snapshot()
-	got := New().(checks.PodSelector).PodCandidates(s)
+	got := podsDue(s)
 	if len(got) != 1 || got[0] != pods[2].UID {
 		t.Errorf("candidates = %v, want only the updated pod %s", got, pods[2].UID)
 	}

@@ -8,10 +8,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/checktest"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
 func TestResizePolicyDriftPodCandidates(t *testing.T) {
@@ -28,9 +30,9 @@ func TestResizePolicyDriftPodCandidates(t *testing.T) {
 
 	s := scene{server: "v1.37.1", workloads: []*kruise.Workload{inPlace, recreate},
 		pods: []*corev1.Pod{owned, released, other, notController}, metaOnly: true}.snapshot()
-	got := New().(checks.PodSelector).PodCandidates(s)
+	got := podsDue(s)
 	if len(got) != 1 || got[0] != owned.UID {
-		t.Fatalf("PodCandidates = %v, want only %s", got, owned.UID)
+		t.Fatalf("pods due = %v, want only %s", got, owned.UID)
 	}
 }
 
@@ -56,10 +58,12 @@ func TestResizePolicyDriftCandidateSampling(t *testing.T) {
 	candidates := func(full ...*corev1.Pod) []string {
 		s := scene{server: "v1.37.1", manager: manager, workloads: []*kruise.Workload{w}, pods: all, metaOnly: true,
 			events: []*corev1.Event{failedInPlace(w, "web-named", time.Hour, 3)}}.snapshot()
+		// Declared once on the metadata-only snapshot, due on the pods read since.
+		reads := New().(checks.ReadDeclarer).DeclareReads(s)
 		s.FullPods = full
 		s.Index()
 		var names []string
-		for _, uid := range New().(checks.PodSelector).PodCandidates(s) {
+		for _, uid := range reads.PodsDue(s) {
 			p, _ := s.Pod(uid)
 			names = append(names, p.Name)
 		}
@@ -92,7 +96,69 @@ func TestResizePolicyDriftCandidateSampling(t *testing.T) {
 		rollout = append(rollout, workloadPod(w, fmt.Sprintf("web-r%d", i), newRev, 3*time.Hour+time.Duration(i)*time.Minute, appContainer("app:v1", same)))
 	}
 	s := scene{server: "v1.37.1", manager: "v1.7.0", workloads: []*kruise.Workload{w}, pods: rollout, metaOnly: true}.snapshot()
-	if got := New().(checks.PodSelector).PodCandidates(s); len(got) != 1 || got[0] != rollout[4].UID {
+	if got := podsDue(s); len(got) != 1 || got[0] != rollout[4].UID {
 		t.Errorf("one rollout's candidates = %v, want only the oldest pod %s", got, rollout[4].UID)
+	}
+}
+
+// podsDue are the pods the check's declaration has due on s.
+func podsDue(s *snapshot.Snapshot) []types.UID {
+	return New().(checks.ReadDeclarer).DeclareReads(s).PodsDue(s)
+}
+
+// Pods a partition keeps are judged against the current revision's template: declared once, their
+// reads wait for that revision, then their group is sampled, and read whole once the sample
+// differs. Each round of reads makes the next due, as the collector carries them out.
+func TestResizePolicyDriftDeclaresKeptPodsAfterTheirRevision(t *testing.T) {
+	restart := checktest.ResizePolicy("memory", "RestartContainer")
+	w := rolloutWorkload(t, kruise.KindCloneSet, kruise.UpdateInPlaceIfPossible, 4, 1, []corev1.Container{appContainer("app:v2", restart)}, checktest.Partition(int64(3)))
+	kept := pods(workloadPod(w, "web-a", oldRev, 30*24*time.Hour, appContainer("app:v1", nil)),
+		workloadPod(w, "web-b", oldRev, 30*24*time.Hour-time.Minute, appContainer("app:v1", nil)),
+		workloadPod(w, "web-c", oldRev, 30*24*time.Hour-2*time.Minute, appContainer("app:v1", nil)))
+	updated := workloadPod(w, "web-d", newRev, time.Hour, appContainer("app:v2", restart))
+	rev := controllerRevision(t, w, oldRev, 60*24*time.Hour, false, appContainer("app:v1", restart))
+
+	s := onV19(w, append(slices.Clone(kept), updated)).snapshot()
+	s.FullPods = nil
+	s.Index()
+	reads := New().(checks.ReadDeclarer).DeclareReads(s)
+	names := func(uids []types.UID) []string {
+		var out []string
+		for _, uid := range uids {
+			if _, full := s.FullPod(uid); !full {
+				p, _ := s.Pod(uid)
+				out = append(out, p.Name)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	revisions := func() []string {
+		var out []string
+		for _, r := range reads.RevisionsDue(s) {
+			out = append(out, fmt.Sprintf("%s full=%v", r.Name, r.Full))
+		}
+		return out
+	}
+	for i, round := range []struct {
+		pods, revisions []string
+		read            []*corev1.Pod
+	}{
+		{pods: []string{"web-d"}, revisions: []string{oldRev + " full=true"}, read: pods(updated)},
+		{pods: []string{"web-a"}, read: kept[:1]},
+		{pods: []string{"web-b", "web-c"}, read: kept[1:]},
+		{},
+	} {
+		if got := names(reads.PodsDue(s)); !slices.Equal(got, round.pods) {
+			t.Errorf("round %d: pods due = %v, want %v", i+1, got, round.pods)
+		}
+		s.FullPods = append(s.FullPods, round.read...)
+		s.Index()
+		if got := revisions(); !slices.Equal(got, round.revisions) {
+			t.Errorf("round %d: revisions due = %v, want %v", i+1, got, round.revisions)
+		}
+		if i == 0 {
+			s.Revisions = append(s.Revisions, rev)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -32,14 +33,13 @@ func New() checks.Check {
 	}, documentation)}
 }
 
-// PodCandidates returns, for each workload whose status says its rollout is not done, the few
+// DeclareReads declares, for each workload whose status says its rollout is not done, the few
 // pods it most recently created or moved on the update revision (or PreparingUpdate): the
 // pods a stalled rollout waits on. Workloads whose counts are complete cost no read.
-// Once a pod read shows an in-place update waiting for kruise-daemon, the daemon's pods are asked
-// for too, to say whether one is on that pod's node.
-func (check) PodCandidates(s *snapshot.Snapshot) []types.UID {
+// The daemon's pods are read too once one of those pods, read, shows an in-place update waiting
+// for kruise-daemon, to say whether one is on that pod's node.
+func (check) DeclareReads(s *snapshot.Snapshot) snapshot.Reads {
 	var out []types.UID
-	daemon := false
 	for _, w := range s.Workloads {
 		r, ok := stalledRollout(s, w)
 		if !ok || !s.Scope.PodsComplete(w) {
@@ -50,15 +50,19 @@ func (check) PodCandidates(s *snapshot.Snapshot) []types.UID {
 				break
 			}
 			out = append(out, p.UID)
-			if full, ok := s.FullPod(p.UID); ok && awaitsDaemon(full) {
-				daemon = true
-			}
 		}
 	}
-	if daemon {
-		out = append(out, newDaemonView(s, kruiseenv.New(s)).pods()...)
+	if len(out) == 0 {
+		return snapshot.Reads{}
 	}
-	return out
+	awaited := func(s *snapshot.Snapshot) bool {
+		return slices.ContainsFunc(out, func(uid types.UID) bool {
+			full, ok := s.FullPod(uid)
+			return ok && awaitsDaemon(full)
+		})
+	}
+	return snapshot.Reads{Pods: []snapshot.PodReads{{UIDs: out},
+		{UIDs: newDaemonView(s, kruiseenv.New(s)).pods(), When: awaited}}}
 }
 
 // Run reports the rollouts that have not progressed for their threshold, and the SidecarSets

@@ -7,7 +7,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	ct "github.com/workloaddoctor/kubectl-workloaddoctor/internal/checktest"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
@@ -96,14 +95,19 @@ func TestDaemonPodsAskedForOnlyWhenAwaited(t *testing.T) {
 			} else {
 				c.Pods = []*corev1.Pod{updated}
 			}
-			got := New().(interface {
-				PodCandidates(*snapshot.Snapshot) []types.UID
-			}).PodCandidates(c.Snapshot())
+			s := c.Snapshot()
+			got := New().(check).DeclareReads(s).PodsDue(s)
 			if !slices.Contains(got, updated.UID) {
 				t.Errorf("candidates %v lack the updated pod", got)
 			}
 			if slices.Contains(got, daemon.UID) != tc.want {
 				t.Errorf("candidates %v: daemon pod asked for = %v, want %v", got, !tc.want, tc.want)
+			}
+			// Declared before any pod is read, as the collector asks: the same reads once it is.
+			meta := c
+			meta.MetaOnlyPods, meta.Pods = append(slices.Clone(c.MetaOnlyPods), c.Pods...), nil
+			if later := New().(check).DeclareReads(meta.Snapshot()).PodsDue(s); !slices.Equal(later, got) {
+				t.Errorf("declared on the metadata-only snapshot: pods due once read = %v, want %v", later, got)
 			}
 		})
 	}

@@ -260,7 +260,7 @@ func TestPodCandidates(t *testing.T) {
 	done := ct.Workload(t, kruise.KindCloneSet, "shop", "api", ct.Generation(2), ct.Status(ct.CloneSetStatus(2, 1, 1, "api-2", "api-2")))
 	pods = append(pods, ct.Pod("shop", "api-a", ct.OwnedByWorkload(done), ct.Labels(map[string]string{"app": "api", revisionLabel: "api-2"})))
 	s := ct.Cluster{Workloads: []*kruise.Workload{stalled, done}, MetaOnlyPods: pods}.Snapshot()
-	got := New().(check).PodCandidates(s)
+	got := New().(check).DeclareReads(s).PodsDue(s)
 	if len(got) != maxCandidates {
 		t.Fatalf("got %d candidates, want %d", len(got), maxCandidates)
 	}

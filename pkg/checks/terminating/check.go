@@ -42,10 +42,10 @@ func New() checks.Check {
 	}, documentation)}
 }
 
-// PodCandidates returns the pods whose full objects the check reads: those being deleted, those
+// DeclareReads declares the pods whose full objects the check reads: those being deleted, those
 // OpenKruise is preparing to delete (both visible in metadata), and every pod of a namespace
 // where a claim waits for kubernetes.io/pvc-protection (which pods use a claim is in their spec).
-func (check) PodCandidates(s *snapshot.Snapshot) []types.UID {
+func (check) DeclareReads(s *snapshot.Snapshot) snapshot.Reads {
 	claims := map[string]bool{}
 	for _, o := range s.Objects {
 		if o.Meta != nil && o.Resource.Group == "" && o.Resource.Resource == "persistentvolumeclaims" &&
@@ -59,7 +59,7 @@ func (check) PodCandidates(s *snapshot.Snapshot) []types.UID {
 			out = append(out, p.UID)
 		}
 	}
-	return out
+	return snapshot.Reads{Pods: []snapshot.PodReads{{UIDs: out}}}
 }
 
 // ownInput says whether the objects input holds o only as a copy: pods and namespaces are read

@@ -23,9 +23,9 @@ func TestStuckTerminatingPodCandidates(t *testing.T) {
 	s := w.Snapshot()
 	s.FullPods = nil // the collector asks on the metadata-only snapshot
 	s.Index()
-	got := New().(checks.PodSelector).PodCandidates(s)
+	got := New().(checks.ReadDeclarer).DeclareReads(s).PodsDue(s)
 	if len(got) != 2 || got[0] != deleting.UID || got[1] != preparing.UID {
-		t.Errorf("PodCandidates = %v, want %s and %s", got, deleting.UID, preparing.UID)
+		t.Errorf("pods declared = %v, want %s and %s", got, deleting.UID, preparing.UID)
 	}
 }
 

@@ -31,7 +31,7 @@ func usesClaim(p *corev1.Pod, claim string) bool {
 }
 
 // claimInUse: a claim held by kubernetes.io/pvc-protection while pods still use it. The pods of
-// the claim's namespace are check candidates (PodCandidates), read in full.
+// the claim's namespace are declared reads (DeclareReads), read in full.
 func (a *pass) claimInUse(subj subject) (checks.Draft, []blocker, bool) {
 	ns, claim := subj.meta.GetNamespace(), subj.meta.GetName()
 	var users []blocker
