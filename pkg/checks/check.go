@@ -12,8 +12,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fault"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
@@ -172,7 +172,7 @@ func Run(s *snapshot.Snapshot, cs []Check, minAge time.Duration) ([]report.Findi
 		info := c.Info()
 		var missing, degraded, missingIn, degradedIn []string
 		for _, n := range info.Needs {
-			if err, ok := s.Unread[n.Input]; ok && !evidenceOnly[n.Input] && !retry.Limit(err) && !slices.ContainsFunc(cov.Unread,
+			if err, ok := s.Unread[n.Input]; ok && !evidenceOnly[n.Input] && !fault.Limit(err) && !slices.ContainsFunc(cov.Unread,
 				func(u report.InputNote) bool { return u.Input == string(n.Input) }) {
 				// Not an RBAC limit: the scan did not look there.
 				cov.Unread = append(cov.Unread, report.InputNote{Input: string(n.Input), Reason: err.Error()})

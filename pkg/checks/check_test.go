@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fault"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
@@ -130,7 +130,7 @@ func TestRunCoverageUnread(t *testing.T) {
 	s := &snapshot.Snapshot{Unread: map[snapshot.Input]error{
 		snapshot.InputPods:    errors.New("list pods: Internal error (tried 5 times)"),
 		snapshot.InputEvents:  errors.New("list events: Internal error (tried 5 times)"),
-		snapshot.InputNodes:   retry.LimitError("forbidden: list nodes"),
+		snapshot.InputNodes:   fault.LimitError("forbidden: list nodes"),
 		snapshot.InputObjects: errors.New("failed: list example.com/widgets (Internal error (tried 5 times))"),
 	}}
 	s.Index()

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fault"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
@@ -247,7 +248,7 @@ func (col *collector) unread(in snapshot.Input, err error) {
 	col.mu.Lock()
 	defer col.mu.Unlock()
 	if prev, ok := col.snap.Unread[in]; ok {
-		err = retry.Join(prev, err) // joined, so retry.Limit still sees each error
+		err = fault.Join(prev, err) // joined, so fault.Limit still sees each error
 	}
 	col.snap.Unread[in] = err
 }

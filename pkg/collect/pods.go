@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fault"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
@@ -105,7 +105,7 @@ func (col *collector) readCandidates(ctx context.Context, uids []types.UID) (int
 		mu.Lock()
 		defer mu.Unlock()
 		errs = append(errs, err.Error())
-		allLimits = allLimits && retry.Limit(err)
+		allLimits = allLimits && fault.Limit(err)
 	}
 	for _, l := range lists {
 		wg.Go(func() {
@@ -153,7 +153,7 @@ func (col *collector) readCandidates(ctx context.Context, uids []types.UID) (int
 		sort.Strings(errs)
 		err := fmt.Errorf("read candidate pods: %s", summarize(uniq(errs), 3))
 		if allLimits {
-			err = retry.LimitError(err.Error())
+			err = fault.LimitError(err.Error())
 		}
 		return len(cands), err
 	}
