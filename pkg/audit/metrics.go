@@ -147,10 +147,7 @@ func (c *findingsCollector) Collect(ch chan<- prometheus.Metric) {
 // not resolve because the auditor lost a permission, and fire again when it is back. Their age
 // goes on growing; the coverage gauge says the cycle was incomplete.
 func (c *findingsCollector) set(r *report.Report) {
-	hidden := map[string]bool{}
-	for _, g := range gapsOf(r.Coverage) {
-		hidden[g.note.Check] = hidden[g.note.Check] || g.hides
-	}
+	hidden := hiddenChecks(gapsOf(r.Coverage))
 	shown := *r
 	if len(hidden) > 0 {
 		found := map[string]bool{}
