@@ -167,6 +167,7 @@ func Run(s *snapshot.Snapshot, cs []Check, minAge time.Duration) ([]report.Findi
 			if !unread {
 				continue
 			}
+			// Named once in coverage.unread when the scan did not look there (not a stated limit).
 			if err.Blinds() && !slices.ContainsFunc(cov.Unread, func(u report.InputNote) bool { return u.Input == string(n.Input) }) {
 				cov.Unread = append(cov.Unread, report.InputNote{Input: string(n.Input), Reason: err.Error()})
 			}
