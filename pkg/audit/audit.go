@@ -93,10 +93,10 @@ type Cycle struct {
 }
 
 // Failed says whether the cycle must not replace the last good outputs: the scan failed, or it
-// could not read an input checks detect from (report.Coverage.Blind), so what it did not find
+// could not read an input checks detect from (report.Coverage.Looked), so what it did not find
 // proves nothing.
 func (c Cycle) Failed() bool {
-	return c.Err != nil || c.Report == nil || c.Report.Coverage.Blind() != ""
+	return c.Err != nil || c.Report == nil || !c.Report.Coverage.Looked()
 }
 
 // Auditor runs scan cycles and keeps the outputs of the last good one.
@@ -208,7 +208,7 @@ func (a *Auditor) log(c Cycle) {
 		a.opts.Log.Error("scan failed; keeping the last good outputs", append(attrs, slog.String("error", c.Err.Error()))...)
 	case c.Failed():
 		a.opts.Log.Error("scan incomplete; keeping the last good outputs", append(attrs,
-			slog.Int("findings", len(c.Report.Findings)), slog.String("coverage", c.Report.Coverage.Blind()))...)
+			slog.Int("findings", len(c.Report.Findings)), slog.String("coverage", c.Report.Coverage.Blindness()))...)
 	default:
 		cov := "complete"
 		if !c.Report.Coverage.Complete {

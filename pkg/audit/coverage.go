@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
@@ -36,14 +35,20 @@ func gapsOf(cov report.Coverage) []gap {
 		out = append(out, gap{note: n, skipped: true, hides: true})
 	}
 	for _, n := range cov.Degraded {
-		// A note without inputs comes from an older report: assume the worst.
-		hides := len(n.Inputs) == 0
-		for _, in := range n.Inputs {
-			hides = hides || !checks.EvidenceOnly(snapshot.Input(in))
-		}
-		out = append(out, gap{note: n, hides: hides})
+		// A note without inputs (an older report's) hides findings: Hides assumes the worst.
+		out = append(out, gap{note: n, hides: snapshot.Hides(n.Inputs...)})
 	}
 	return out
+}
+
+// hiddenChecks are the checks a scan may have missed findings of, whose earlier findings not found
+// again are kept (planReports, and the metrics' findingsCollector).
+func hiddenChecks(gaps []gap) map[string]bool {
+	hidden := map[string]bool{}
+	for _, g := range gaps {
+		hidden[g.note.Check] = hidden[g.note.Check] || g.hides
+	}
+	return hidden
 }
 
 // result is the report result that says what the gap left out.
@@ -83,10 +88,7 @@ func planReports(r *report.Report, api ReportAPI, existing []unstructured.Unstru
 	if len(gaps) == 0 {
 		return want
 	}
-	hidden := map[string]bool{}
-	for _, g := range gaps {
-		hidden[g.note.Check] = hidden[g.note.Check] || g.hides
-	}
+	hidden := hiddenChecks(gaps)
 	for i := range existing {
 		ns := existing[i].GetNamespace()
 		kept := carried(&existing[i], want[ns], hidden)

@@ -268,7 +268,7 @@ func (d *distribution) observe(v float64) {
 // not resolve because the auditor lost a permission, and fire again when it is back. Their age
 // goes on growing; the coverage gauge says the cycle was incomplete.
 func (s *state) publish(r *report.Report) {
-	hidden := hiddenChecks(r)
+	hidden := hiddenChecks(gapsOf(r.Coverage))
 	shown := r.Findings
 	if len(hidden) > 0 {
 		found := map[string]bool{}
@@ -282,15 +282,6 @@ func (s *state) publish(r *report.Report) {
 		}
 	}
 	s.findings, s.findingsAt = shown, r.Metadata.GeneratedAt
-}
-
-// hiddenChecks are the checks of r that may have missed findings.
-func hiddenChecks(r *report.Report) map[string]bool {
-	hidden := map[string]bool{}
-	for _, g := range gapsOf(r.Coverage) {
-		hidden[g.note.Check] = hidden[g.note.Check] || g.hides
-	}
-	return hidden
 }
 
 // findingKey is the labels of a finding's count series.

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
@@ -148,17 +147,6 @@ func PodAnnotations(cs []Check) []string {
 	return out
 }
 
-// evidenceOnly are the inputs that only add evidence to what checks detect from the others: when
-// they stay unreadable, the checks reading them run degraded and the scan still looked. Any other
-// input a check reads, unread for a reason other than a stated limit, makes the scan blind there.
-var evidenceOnly = map[snapshot.Input]bool{
-	snapshot.InputEvents: true, snapshot.InputControllerLogs: true, snapshot.InputClusterAPILogs: true,
-}
-
-// EvidenceOnly says whether in only adds evidence: a check that could not read it still finds
-// everything it finds with it, with less detail.
-func EvidenceOnly(in snapshot.Input) bool { return evidenceOnly[in] }
-
 // Run runs the checks on the snapshot and returns their findings and coverage. minAge, when
 // non-negative, replaces every check's own threshold.
 func Run(s *snapshot.Snapshot, cs []Check, minAge time.Duration) ([]report.Finding, report.Coverage) {
@@ -168,17 +156,16 @@ func Run(s *snapshot.Snapshot, cs []Check, minAge time.Duration) ([]report.Findi
 		info := c.Info()
 		var missing, degraded, missingIn, degradedIn []string
 		for _, n := range info.Needs {
-			if err, ok := s.Unread[n.Input]; ok && !evidenceOnly[n.Input] && !retry.Limit(err) && !slices.ContainsFunc(cov.Unread,
-				func(u report.InputNote) bool { return u.Input == string(n.Input) }) {
-				// Not an RBAC limit: the scan did not look there.
-				cov.Unread = append(cov.Unread, report.InputNote{Input: string(n.Input), Reason: err.Error()})
-			}
 			if limit, ok := s.Limits[n.Input]; ok {
 				cov.Notes = append(cov.Notes, report.Note{Check: info.ID, Reason: limit})
 			}
-			err, unread := s.Unread[n.Input]
+			err, unread := s.UnreadInput(n.Input)
 			if !unread {
 				continue
+			}
+			// Named once in coverage.unread when the scan did not look there (not a stated limit).
+			if err.Blinds() && !slices.ContainsFunc(cov.Unread, func(u report.InputNote) bool { return u.Input == string(n.Input) }) {
+				cov.Unread = append(cov.Unread, report.InputNote{Input: string(n.Input), Reason: err.Error()})
 			}
 			if n.Optional {
 				degraded, degradedIn = append(degraded, err.Error()), append(degradedIn, string(n.Input))

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
@@ -102,7 +101,7 @@ func TestRunCoverage(t *testing.T) {
 	if len(cov.Degraded) != 1 || cov.Degraded[0].Check != "degraded" || strings.Join(cov.Degraded[0].Inputs, ",") != string(snapshot.InputControllerLogs) {
 		t.Errorf("degraded = %+v", cov.Degraded)
 	}
-	if !EvidenceOnly(snapshot.InputControllerLogs) || EvidenceOnly(snapshot.InputNodes) {
+	if snapshot.Hides(snapshot.InputControllerLogs) || !snapshot.Hides(snapshot.InputNodes) {
 		t.Error("controller logs only add evidence; nodes are detected from")
 	}
 	if strings.Join(cov.Checks, ",") != "ok,degraded" {
@@ -130,7 +129,7 @@ func TestRunCoverageUnread(t *testing.T) {
 	s := &snapshot.Snapshot{Unread: map[snapshot.Input]error{
 		snapshot.InputPods:    errors.New("list pods: Internal error (tried 5 times)"),
 		snapshot.InputEvents:  errors.New("list events: Internal error (tried 5 times)"),
-		snapshot.InputNodes:   retry.LimitError("forbidden: list nodes"),
+		snapshot.InputNodes:   &snapshot.UnreadError{Input: snapshot.InputNodes, Err: errors.New("forbidden: list nodes"), Limit: true},
 		snapshot.InputObjects: errors.New("failed: list example.com/widgets (Internal error (tried 5 times))"),
 	}}
 	s.Index()

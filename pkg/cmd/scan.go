@@ -183,8 +183,8 @@ func (o *ScanOptions) Run(ctx context.Context) error {
 // where names the output that details the coverage.
 func scanExit(r *report.Report, failOn report.Severity, where string) error {
 	// A scan that did not look cannot say "healthy", whatever it found.
-	if blind := r.Coverage.Blind(); blind != "" {
-		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("incomplete scan: %s; %s says what was not checked", blind, where)}
+	if !r.Coverage.Looked() {
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("incomplete scan: %s; %s says what was not checked", r.Coverage.Blindness(), where)}
 	}
 	if failOn != "" && r.AtOrAbove(failOn) > 0 {
 		return &ExitError{Code: ExitFindings}
@@ -213,7 +213,7 @@ func runScan(ctx context.Context, config *genericclioptions.ConfigFlags, opts sc
 	}
 	// When inputs were unread, the one error line says so instead (see Run).
 	for _, n := range r.Coverage.Skipped {
-		if r.Coverage.Blind() == "" {
+		if r.Coverage.Looked() {
 			fmt.Fprintf(errOut, "warning: check %s skipped: %s\n", n.Check, n.Reason)
 		}
 	}

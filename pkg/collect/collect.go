@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fault"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
@@ -271,10 +272,11 @@ func (col *collector) parallel(ctx context.Context, want map[snapshot.Input]bool
 func (col *collector) unread(in snapshot.Input, err error) {
 	col.mu.Lock()
 	defer col.mu.Unlock()
-	if prev, ok := col.snap.Unread[in]; ok {
-		err = retry.Join(prev, err) // joined, so retry.Limit still sees each error
+	if prev, ok := col.snap.UnreadInput(in); ok {
+		err = fault.Join(prev.Err, err) // joined, so fault.Limit still sees each error
 	}
-	col.snap.Unread[in] = err
+	// Classified here, once: the checks' coverage reads the record, not the error.
+	col.snap.Unread[in] = &snapshot.UnreadError{Input: in, Err: err, Limit: fault.Limit(err)}
 }
 
 func (col *collector) add(f func(s *snapshot.Snapshot)) {

@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fault"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
@@ -42,7 +42,7 @@ func (col *collector) readControllers(ctx context.Context) error {
 			}
 		}
 	}
-	return retry.Join(errs...)
+	return fault.Join(errs...)
 }
 
 // readLogs reads the kruise-manager leader's recent log, bounded in time and size, and keeps

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fault"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
 )
 
 // API groups whose presence the checks care about.
@@ -57,7 +57,7 @@ func (col *collector) discover(ctx context.Context) {
 		}
 		sort.Strings(names)
 		// A stated limit: an API that is down is what the checks diagnose, not a blind scan.
-		col.discErr = retry.LimitError(fmt.Sprintf("discovery failed for %s", strings.Join(names, ", ")))
+		col.discErr = fault.LimitError(fmt.Sprintf("discovery failed for %s", strings.Join(names, ", ")))
 	}
 	for _, l := range lists {
 		gv, err := schema.ParseGroupVersion(l.GroupVersion)

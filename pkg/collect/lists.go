@@ -12,7 +12,7 @@ import (
 )
 
 // readErr turns an API error into the short reason the report shows. The error stays wrapped, so
-// retry.Limit and retry.Transient still classify it.
+// fault.Limit and fault.Transient still classify it.
 func readErr(verb, what string, err error) error {
 	switch {
 	case apierrors.IsForbidden(err):

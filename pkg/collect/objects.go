@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fault"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
@@ -96,13 +96,13 @@ func (col *collector) readObjects(ctx context.Context) error {
 	}
 	if len(forbidden) > 0 {
 		sort.Strings(forbidden)
-		errs = append(errs, retry.LimitError("forbidden: list "+summarize(forbidden, 6)))
+		errs = append(errs, fault.LimitError("forbidden: list "+summarize(forbidden, 6)))
 	}
 	if len(failed) > 0 {
 		sort.Strings(failed)
 		errs = append(errs, errors.New("failed: list "+summarize(failed, 3)))
 	}
-	return retry.Join(errs...)
+	return fault.Join(errs...)
 }
 
 // coveredResources are the resources that other wanted inputs list whole.

@@ -9,8 +9,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fault"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/knowledge"
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
@@ -56,7 +56,7 @@ func (col *collector) readControllerWorkloads(ctx context.Context) ([]*appsv1.De
 			continue
 		}
 		k.reset()
-		if !retry.Limit(err) {
+		if !fault.Limit(err) {
 			errs = append(errs, err)
 			continue
 		}

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fault"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
@@ -104,7 +104,7 @@ func (col *collector) readCandidates(ctx context.Context, uids []types.UID) (int
 		mu.Lock()
 		defer mu.Unlock()
 		errs = append(errs, err.Error())
-		allLimits = allLimits && retry.Limit(err)
+		allLimits = allLimits && fault.Limit(err)
 	}
 	var g errgroup.Group
 	g.SetLimit(col.opts.Concurrency * 2)
@@ -152,7 +152,7 @@ func (col *collector) readCandidates(ctx context.Context, uids []types.UID) (int
 		sort.Strings(errs)
 		err := fmt.Errorf("read candidate pods: %s", summarize(uniq(errs), 3))
 		if allLimits {
-			err = retry.LimitError(err.Error())
+			err = fault.LimitError(err.Error())
 		}
 		return len(cands), err
 	}

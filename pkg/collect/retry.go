@@ -6,7 +6,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// Every read the collector makes rides out transient faults (pkg/retry decides which): a single
+// Every read the collector makes rides out transient faults (pkg/fault decides which): a single
 // GET or unpaged LIST is sent again whole; a paged list asks again for the page that failed, and
 // starts over when its continue token expired; a stream broken mid-list resumes from its last
 // continue token, skipping the items it had already handed on, or starts over when unpaged.

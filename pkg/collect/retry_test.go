@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
 
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
@@ -102,8 +101,8 @@ func TestPodListGivesUp(t *testing.T) {
 	}
 	c := faultyPods(t, always)
 	s := collect(t, c, allNamespaces, snapshot.InputPods)
-	err := s.Unread[snapshot.InputPods]
-	if err == nil || !strings.Contains(err.Error(), "tried 5 times") || retry.Limit(err) || len(c.pods.requests()) != 5 {
+	err, _ := s.UnreadInput(snapshot.InputPods)
+	if err == nil || !strings.Contains(err.Error(), "tried 5 times") || err.Limit || !err.Blinds() || len(c.pods.requests()) != 5 {
 		t.Errorf("unread pods %v after %d requests; want a failure (not a denial) after 5", err, len(c.pods.requests()))
 	}
 
@@ -111,7 +110,7 @@ func TestPodListGivesUp(t *testing.T) {
 	c = faultyPods(t, nil)
 	c.pods.status = http.StatusForbidden
 	s = collect(t, c, allNamespaces, snapshot.InputPods)
-	if err := s.Unread[snapshot.InputPods]; !retry.Limit(err) || len(c.pods.requests()) != 1 {
+	if err, _ := s.UnreadInput(snapshot.InputPods); err == nil || !err.Limit || err.Blinds() || len(c.pods.requests()) != 1 {
 		t.Errorf("unread pods %v after %d requests; want a denial after 1", err, len(c.pods.requests()))
 	}
 }
@@ -144,8 +143,8 @@ func TestControllersListNotNarrowedByAFault(t *testing.T) {
 			if _, limited := s.Limits[snapshot.InputControllers]; limited {
 				t.Errorf("a fault is noted as a limit: %q", s.Limits[snapshot.InputControllers])
 			}
-			err := s.Unread[snapshot.InputControllers]
-			if tc.unread != (err != nil) || (err != nil && retry.Limit(err)) {
+			err, _ := s.UnreadInput(snapshot.InputControllers)
+			if tc.unread != (err != nil) || (err != nil && err.Limit) {
 				t.Errorf("unread controllers = %v", err)
 			}
 			if !tc.unread && len(s.Deployments) != 1 {

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fault"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
 )
@@ -41,7 +42,7 @@ const readBackTimeout = 30 * time.Second
 // the server answered, else what the read-back shows. resend, when set, sends the guarded write
 // again. rvBefore is the object's resourceVersion the write was sent against.
 func settle(ctx context.Context, env *Env, verb string, ref report.ObjectRef, rvBefore string, err error, rb readBack, resend func(context.Context) error) Outcome {
-	if !retry.OutcomeUnknown(err) || env.DryRun == DryRunServer {
+	if !fault.OutcomeUnknown(err) || env.DryRun == DryRunServer {
 		o := WriteFailure(verb, ref, err)
 		o.ResourceVersionBefore = rvBefore
 		return o
@@ -68,7 +69,7 @@ func settle(ctx context.Context, env *Env, verb string, ref report.ObjectRef, rv
 			o.Reason = fmt.Sprintf("%s; read back: %s", lost, got)
 		case l == notLanded && resend != nil && sent == 1:
 			werr := resend(ctx)
-			if werr == nil || retry.OutcomeUnknown(werr) {
+			if werr == nil || fault.OutcomeUnknown(werr) {
 				lost += fmt.Sprintf("; read back: %s; sent once more", got)
 				continue // read back again; never a third send
 			}

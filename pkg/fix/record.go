@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fault"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
 )
@@ -132,7 +133,7 @@ func (e *Engine) event(ctx context.Context, r *Result, user string) error {
 	}
 	events := e.c.Kube.CoreV1().Events(ns)
 	_, err := events.Create(ctx, ev, metav1.CreateOptions{})
-	if !retry.OutcomeUnknown(err) {
+	if !fault.OutcomeUnknown(err) {
 		return err
 	}
 	// The answer was lost: the Event may exist. It has a generated name, so a blind re-send could
@@ -154,7 +155,7 @@ func (e *Engine) event(ctx context.Context, r *Result, user string) error {
 		case sent == 2:
 			return fmt.Errorf("the answer to the Event create was lost twice (%v) and no Event was recorded", err)
 		}
-		if _, err = events.Create(ctx, ev, metav1.CreateOptions{}); !retry.OutcomeUnknown(err) {
+		if _, err = events.Create(ctx, ev, metav1.CreateOptions{}); !fault.OutcomeUnknown(err) {
 			return err
 		}
 	}

@@ -86,17 +86,24 @@ type InputNote struct {
 	Reason string `json:"reason"`
 }
 
-// Blind says why the scan cannot vouch for what it did not find: an input checks detect from
-// stayed unreadable, or no check could run. It is empty when the scan looked.
-func (c Coverage) Blind() string {
-	if len(c.Unread) > 0 {
+// Looked says whether the scan can vouch for what it did not find: every input checks detect
+// from was read or only stated a limit (coverage.unread is empty), and some check could run.
+func (c Coverage) Looked() bool { return len(c.Unread) == 0 && !c.noneRan() }
+
+// noneRan says whether every check was skipped.
+func (c Coverage) noneRan() bool { return len(c.Checks) == 0 && len(c.Skipped) > 0 }
+
+// Blindness says why the scan did not look (Looked): which inputs it could not read, or that no
+// check could run. It is empty when the scan looked.
+func (c Coverage) Blindness() string {
+	switch {
+	case len(c.Unread) > 0:
 		var in []string
 		for _, u := range c.Unread {
 			in = append(in, u.Input+" ("+u.Reason+")")
 		}
 		return "could not read " + strings.Join(in, ", ")
-	}
-	if len(c.Checks) == 0 && len(c.Skipped) > 0 {
+	case c.noneRan():
 		var why []string
 		for _, n := range c.Skipped {
 			why = append(why, n.Check+": "+n.Reason)
@@ -110,8 +117,8 @@ func (c Coverage) Blind() string {
 type Note struct {
 	Check  string `json:"check"`
 	Reason string `json:"reason"`
-	// Inputs are the unreadable inputs that skipped or degraded the check (the auditor tells
-	// those a check detects from from those that only add evidence).
+	// Inputs are the unreadable inputs that skipped or degraded the check; whether the check may
+	// have missed findings follows from them (snapshot.Hides, the auditor's rule too).
 	Inputs []string `json:"inputs,omitempty"`
 }
 

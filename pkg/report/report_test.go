@@ -86,8 +86,11 @@ func TestCoverageBlind(t *testing.T) {
 		{"an input unread", Coverage{Checks: []string{"a"}, Unread: []InputNote{{Input: "pods", Reason: "list pods: 500"}}}, "could not read pods (list pods: 500)"},
 		{"no check ran", Coverage{Checks: []string{}, Skipped: []Note{{Check: "a", Reason: "forbidden: list pods"}}}, "no check could run (a: forbidden: list pods)"},
 	} {
-		if got := tc.cov.Blind(); got != tc.want {
-			t.Errorf("%s: Blind() = %q, want %q", tc.name, got, tc.want)
+		if got := tc.cov.Blindness(); got != tc.want {
+			t.Errorf("%s: Blindness() = %q, want %q", tc.name, got, tc.want)
+		}
+		if got := tc.cov.Looked(); got != (tc.want == "") {
+			t.Errorf("%s: Looked() = %v", tc.name, got)
 		}
 	}
 }

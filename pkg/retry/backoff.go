@@ -1,12 +1,16 @@
+// Package retry is the one policy for retrying a read that failed: a bounded exponential backoff
+// with jitter that honours the server's Retry-After, for the errors package fault says are
+// transient.
 package retry
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fault"
 )
 
 // Policy bounds the retries of one read. The zero value is Default's.
@@ -51,7 +55,7 @@ func (p Policy) Start() *Tries {
 // Again reports whether the read that just failed with err is to be sent again, and if so
 // waits first. It is false when err is final, the attempts or the budget are spent, or ctx ends.
 func (t *Tries) Again(ctx context.Context, err error) bool {
-	if !Transient(err) || t.n >= t.p.Attempts || ctx.Err() != nil {
+	if !fault.Transient(err) || t.n >= t.p.Attempts || ctx.Err() != nil {
 		return false
 	}
 	wait := t.wait(err)
@@ -73,7 +77,7 @@ func (t *Tries) Err(err error) error {
 	if err == nil || t.n <= 1 {
 		return err
 	}
-	return &ExhaustedError{Attempts: t.n, Err: err}
+	return &fault.ExhaustedError{Attempts: t.n, Err: err}
 }
 
 // wait is the pause before the next attempt: exponential with jitter, or the server's
@@ -100,18 +104,6 @@ func (p Policy) Do(ctx context.Context, f func(context.Context) error) error {
 		}
 	}
 }
-
-// ExhaustedError is a read that still failed after Attempts tries.
-type ExhaustedError struct {
-	Attempts int
-	Err      error
-}
-
-func (e *ExhaustedError) Error() string {
-	return fmt.Sprintf("%v (tried %d times)", e.Err, e.Attempts)
-}
-
-func (e *ExhaustedError) Unwrap() error { return e.Err }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {
 	tm := time.NewTimer(d)

@@ -180,7 +180,8 @@ type Snapshot struct {
 	ClusterAPILog *ControllerLog
 	// Installed records which optional APIs discovery found ("apps.kruise.io", "cluster.x-k8s.io").
 	Installed map[string]bool
-	// Unread records inputs (or parts of them) that could not be read, and why.
+	// Unread records inputs (or parts of them) that could not be read, and why: the collector
+	// records each once as an *UnreadError, which says whether it is a stated limit (UnreadInput).
 	Unread map[Input]error
 	// Limits records parts of inputs left unread on purpose (e.g. Secrets without list rights);
 	// they are reported as coverage notes and do not make coverage incomplete.

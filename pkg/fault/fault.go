@@ -1,12 +1,13 @@
-// Package retry is the one policy for faults between the tool and the apiserver: which errors
-// are transient (worth another try), which are final, which only say the credentials may not
-// read something, and which leave a write's outcome unknown; and a bounded exponential backoff
-// with jitter that honours the server's Retry-After.
-package retry
+// Package fault classifies the errors between the tool and the apiserver: which are transient
+// (worth another try), which are final, which only state a limit of what could be read, and which
+// leave a write's outcome unknown. The retry policy, the collector and the fixes all ask it, so
+// an error means the same to each.
+package fault
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 
@@ -116,3 +117,15 @@ func (j joined) Error() string {
 }
 
 func (j joined) Unwrap() []error { return j }
+
+// ExhaustedError is a read that still failed after Attempts tries.
+type ExhaustedError struct {
+	Attempts int
+	Err      error
+}
+
+func (e *ExhaustedError) Error() string {
+	return fmt.Sprintf("%v (tried %d times)", e.Err, e.Attempts)
+}
+
+func (e *ExhaustedError) Unwrap() error { return e.Err }
