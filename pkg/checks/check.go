@@ -27,7 +27,14 @@ type RootCause struct {
 	// deletion waits on what holds it: its blockedBy is followed down to the root, whose finding
 	// alone keeps fixes (blocked.go).
 	ChainsToRoot bool
+	// NodeProblem marks a root cause that is about a pod's node, not the pod: every pod on that
+	// node shares it, and a report may show them as one.
+	NodeProblem bool
 }
+
+// Offers says whether findings with this root cause may propose the action: the actions it
+// offers are the only ones NewFinding keeps and the only ones fix may act on.
+func (rc RootCause) Offers(action string) bool { return slices.Contains(rc.Actions, action) }
 
 // Need is an input a check reads. A check whose required input cannot be read is skipped; one
 // whose optional input cannot be read runs degraded.
@@ -89,6 +96,19 @@ func (r *Registry) Get(id string) (Check, bool) {
 		}
 	}
 	return nil, false
+}
+
+// RootCauseIDs returns the IDs of the root causes that keep holds, check by check in order.
+func (r *Registry) RootCauseIDs(keep func(RootCause) bool) []string {
+	var out []string
+	for _, c := range r.checks {
+		for _, rc := range c.Info().RootCauses {
+			if keep(rc) {
+				out = append(out, rc.ID)
+			}
+		}
+	}
+	return out
 }
 
 // Select returns the checks named in only (all when empty) minus those in skip. Unknown names

@@ -2,7 +2,6 @@ package checks
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,7 +60,7 @@ func NewFinding(info Info, f Draft) report.Finding {
 	}
 	fixes := []report.Fix{}
 	for _, fx := range f.Fixes {
-		if slices.Contains(rc.Actions, fx.Action) {
+		if rc.Offers(fx.Action) {
 			fixes = append(fixes, fx)
 			continue
 		}

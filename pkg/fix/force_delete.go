@@ -3,29 +3,30 @@ package fix
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/terminating"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/builtin"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
-// forceDeleteRootCauses are the only root causes force-delete may act on (docs/contract.md): the pod's
-// node is gone, or NotReady past the threshold. Anywhere else the kubelet may still be running
-// the containers and a grace-0 delete would let a replacement run next to them.
-var forceDeleteRootCauses = map[string]bool{terminating.RootCauseNodeMissing: true, terminating.RootCauseNodeNotReady: true}
-
 // forceDelete deletes a pod with grace period 0 and uid and resourceVersion preconditions.
 func forceDelete() podRemoval {
+	// Only the root causes that offer force-delete (docs/contract.md: the pod's node is gone, or
+	// NotReady past the threshold); anywhere else the kubelet may still be running the containers
+	// and a grace-0 delete would let a replacement run next to them.
+	allowed := builtin.Checks().RootCauseIDs(func(rc checks.RootCause) bool { return rc.Offers(checks.ActionForceDelete) })
 	return podRemoval{
 		doc: ActionDoc{ID: checks.ActionForceDelete, Title: "Force-delete the pod", Risk: report.RiskHigh,
 			Description:   "Deletes the pod with grace period 0 and a UID precondition, as `kubectl delete --force --grace-period=0` does. If the node is only unreachable, the old containers may still run.",
 			Preconditions: "the pod's node is missing, or NotReady past the threshold; the pod UID is unchanged"},
 		allow: func(f report.Finding) error {
-			if !forceDeleteRootCauses[f.RootCause.ID] {
-				return fmt.Errorf("force-delete applies only to %s or %s findings, not %s", terminating.RootCauseNodeMissing, terminating.RootCauseNodeNotReady, f.RootCause.ID)
+			if !slices.Contains(allowed, f.RootCause.ID) {
+				return fmt.Errorf("force-delete applies only to %s findings, not %s", strings.Join(allowed, " or "), f.RootCause.ID)
 			}
 			return nil
 		},

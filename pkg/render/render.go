@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/fatih/color"
@@ -15,7 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/yaml"
 
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/terminating"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/builtin"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
@@ -207,9 +209,6 @@ func tableRows(fs []report.Finding, r *report.Report, wide, colored bool) [][]st
 	return rows
 }
 
-// nodeRootCauses are the root causes that are about a pod's node, not the pod itself.
-var nodeRootCauses = map[string]bool{terminating.RootCauseNodeMissing: true, terminating.RootCauseNodeNotReady: true}
-
 type nodeGroup struct {
 	first report.Finding
 	node  string
@@ -221,11 +220,13 @@ type nodeGroup struct {
 // groupByNode folds pods that share a root cause and a node into one line, so a dead node with
 // hundreds of pods reads as one row. Wide output keeps every pod.
 func groupByNode(fs []report.Finding, wide bool) []nodeGroup {
+	// The root causes that are about a pod's node, not the pod itself.
+	nodeRootCauses := builtin.Checks().RootCauseIDs(func(rc checks.RootCause) bool { return rc.NodeProblem })
 	var out []nodeGroup
 	index := map[string]int{}
 	for _, f := range fs {
 		node := f.Node
-		if wide || node == "" || f.Object.Kind != "Pod" || !nodeRootCauses[f.RootCause.ID] {
+		if wide || node == "" || f.Object.Kind != "Pod" || !slices.Contains(nodeRootCauses, f.RootCause.ID) {
 			out = append(out, nodeGroup{first: f, count: 1, members: []string{f.ID}})
 			continue
 		}

@@ -103,3 +103,16 @@ func TestFixesAmongRootCauseActions(t *testing.T) {
 		}
 	}
 }
+
+// TestRootCauseAttributes: fix may force-delete, and a report folds by node, exactly the findings
+// of the root causes docs/contract.md names: a pod whose node is gone or NotReady.
+func TestRootCauseAttributes(t *testing.T) {
+	reg := builtin.Checks()
+	want := "node-missing,node-not-ready"
+	if got := strings.Join(reg.RootCauseIDs(func(rc checks.RootCause) bool { return rc.Offers(checks.ActionForceDelete) }), ","); got != want {
+		t.Errorf("root causes offering force-delete: %s, want %s", got, want)
+	}
+	if got := strings.Join(reg.RootCauseIDs(func(rc checks.RootCause) bool { return rc.NodeProblem }), ","); got != want {
+		t.Errorf("node root causes: %s, want %s", got, want)
+	}
+}

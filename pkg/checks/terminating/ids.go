@@ -30,8 +30,8 @@ const (
 // fixes they offer; terminating.md documents them.
 func rootCauses() []checks.RootCause {
 	return []checks.RootCause{
-		{ID: RootCauseNodeMissing, Severity: report.SeverityError, Actions: []string{checks.ActionForceDelete, checks.ActionRemoveFinalizer}},
-		{ID: RootCauseNodeNotReady, Severity: report.SeverityError, Actions: []string{checks.ActionForceDelete}},
+		{ID: RootCauseNodeMissing, Severity: report.SeverityError, NodeProblem: true, Actions: []string{checks.ActionForceDelete, checks.ActionRemoveFinalizer}},
+		{ID: RootCauseNodeNotReady, Severity: report.SeverityError, NodeProblem: true, Actions: []string{checks.ActionForceDelete}},
 		{ID: RootCauseKwokStageNotRun, Severity: report.SeverityError, Actions: []string{checks.ActionRemoveFinalizer}},
 		{ID: RootCauseKruisePreDeleteHook, Severity: report.SeverityWarning},
 		{ID: RootCauseKruiseHookBypassed, Severity: report.SeverityWarning, Actions: []string{checks.ActionRemoveFinalizer}},

@@ -147,33 +147,9 @@ func (a *pass) kwokStageNotRun(t *target) (checks.Draft, bool) {
 		ev = append(ev, hb...)
 		alive = !stale
 	}
-	var refs []string
 	msg := fmt.Sprintf("kwok simulates this pod's node and plays its kubelet: its pod stages remove %s and delete the pod. That stage has not run.", kwokFinalizer)
-	if ctrl == nil {
-		if a.read(snapshot.InputControllers) {
-			ev = append(ev, "no kwok controller Deployment found (kwok may run outside the cluster), so its version is unknown")
-		} else {
-			ev = append(ev, "Deployments were not read, so kwok's version is unknown")
-		}
-	} else {
-		dep := ctrl.Deployment.Namespace + "/" + ctrl.Deployment.Name
-		ev = append(ev, fmt.Sprintf("kwok controller: %s, image %s", deploymentStatus(ctrl.Deployment), ctrl.Container.Image))
-		v, err := knowledge.ImageVersion(ctrl.Container.Image)
-		switch {
-		case err != nil:
-			ev = append(ev, "kwok version unknown: "+err.Error())
-		default:
-			if bug, affected := knowledge.Affected(knowledge.BugKwokStageNotRun, v, nil); affected {
-				ev = append(ev, fmt.Sprintf("kwok %s is in the range of %s (%s): %s", v, strings.Join(bug.Reference, ", "), bug.Affected, bug.Summary))
-				refs = append(refs, bug.Reference...)
-				msg = fmt.Sprintf("kwok %s (Deployment %s) has a known bug, %s: a stale re-listed copy of the pod cancels the "+
-					"delayed stage that removes %s, so the pod stays Terminating. Fixed in %s; a restarted kwok also re-plays "+
-					"the stages, since the jobs live in its memory.", v, dep, bug.Reference[0], kwokFinalizer, bug.Affected.Fixed)
-			} else if bug.ID != "" {
-				ev = append(ev, fmt.Sprintf("kwok %s is outside the range of %s (%s)", v, bug.Reference[0], bug.Affected))
-			}
-		}
-	}
+	more, refs, msg := a.kwokControllerEvidence(ctrl, msg)
+	ev = append(ev, more...)
 	if node != nil && !alive {
 		msg += " Node " + node.Name + " is not heartbeating either: kwok itself may not be running."
 	} else if node != nil && len(refs) == 0 {
@@ -199,4 +175,36 @@ func (a *pass) kwokStageNotRun(t *target) (checks.Draft, bool) {
 		References: refs,
 		Fixes:      fixes,
 	}, true
+}
+
+// kwokControllerEvidence says what is known of the kwok controller and its version and, when that
+// version has the known bug of a stage that never runs, its references and a message saying so in
+// place of msg.
+func (a *pass) kwokControllerEvidence(ctrl *kwokController, msg string) (ev, refs []string, _ string) {
+	if ctrl == nil {
+		if a.read(snapshot.InputControllers) {
+			ev = append(ev, "no kwok controller Deployment found (kwok may run outside the cluster), so its version is unknown")
+		} else {
+			ev = append(ev, "Deployments were not read, so kwok's version is unknown")
+		}
+	} else {
+		dep := ctrl.Deployment.Namespace + "/" + ctrl.Deployment.Name
+		ev = append(ev, fmt.Sprintf("kwok controller: %s, image %s", deploymentStatus(ctrl.Deployment), ctrl.Container.Image))
+		v, err := knowledge.ImageVersion(ctrl.Container.Image)
+		switch {
+		case err != nil:
+			ev = append(ev, "kwok version unknown: "+err.Error())
+		default:
+			if bug, affected := knowledge.Affected(knowledge.BugKwokStageNotRun, v, nil); affected {
+				ev = append(ev, fmt.Sprintf("kwok %s is in the range of %s (%s): %s", v, strings.Join(bug.Reference, ", "), bug.Affected, bug.Summary))
+				refs = append(refs, bug.Reference...)
+				msg = fmt.Sprintf("kwok %s (Deployment %s) has a known bug, %s: a stale re-listed copy of the pod cancels the "+
+					"delayed stage that removes %s, so the pod stays Terminating. Fixed in %s; a restarted kwok also re-plays "+
+					"the stages, since the jobs live in its memory.", v, dep, bug.Reference[0], kwokFinalizer, bug.Affected.Fixed)
+			} else if bug.ID != "" {
+				ev = append(ev, fmt.Sprintf("kwok %s is outside the range of %s (%s)", v, bug.Reference[0], bug.Affected))
+			}
+		}
+	}
+	return ev, refs, msg
 }
