@@ -41,10 +41,16 @@ const (
 
 type engineCheck struct{}
 
+// engineActions are every action of the catalog: the test double's root causes offer each, so
+// NewFinding keeps whatever fixes an object's annotation asks for.
+var engineActions = []string{checks.ActionRemoveFinalizer, checks.ActionForceDelete, checks.ActionEvictPod,
+	checks.ActionRequeueWorkload, checks.ActionRestartControllerLeader}
+
 func (engineCheck) Info() checks.Info {
 	return checks.Info{ID: "annotated", Title: "test double",
-		RootCauses: []checks.RootCause{{ID: "broken", Severity: report.SeverityError}, {ID: "node-missing", Severity: report.SeverityError}},
-		Needs:      []checks.Need{{Input: snapshot.InputPods, PodAnnotations: []string{engineAnnotFixes, engineAnnotRootCause}}, {Input: snapshot.InputObjects}}}
+		RootCauses: []checks.RootCause{{ID: "broken", Severity: report.SeverityError, Actions: engineActions},
+			{ID: "node-missing", Severity: report.SeverityError, Actions: engineActions}},
+		Needs: []checks.Need{{Input: snapshot.InputPods, PodAnnotations: []string{engineAnnotFixes, engineAnnotRootCause}}, {Input: snapshot.InputObjects}}}
 }
 
 func (c engineCheck) Run(s *snapshot.Snapshot, _ time.Duration) []report.Finding {
