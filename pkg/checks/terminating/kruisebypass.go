@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/internal/uniq"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
@@ -86,7 +87,7 @@ func (a *pass) kruiseHookBypassed(t *target) (checks.Draft, bool) {
 	return checks.Draft{
 		RootCause: RootCauseKruiseHookBypassed,
 		Summary: fmt.Sprintf("Terminating for %s: deleted directly, %s hook finalizer %s of %s never released",
-			checks.Age(a.now, p.DeletionTimestamp.Time), strings.Join(checks.Unique(hooks), "/"), strings.Join(fins, ", "), wl),
+			checks.Age(a.now, p.DeletionTimestamp.Time), strings.Join(uniq.Of(hooks), "/"), strings.Join(fins, ", "), wl),
 		Message:  msg,
 		Evidence: ev,
 		Fixes:    fixes,
