@@ -37,16 +37,3 @@ func EventCount(e *corev1.Event) int32 {
 	}
 	return max(n, 1)
 }
-
-// Unique returns the strings of in without repeats, in their first order (never nil).
-func Unique(in []string) []string {
-	seen := map[string]bool{}
-	out := []string{}
-	for _, s := range in {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
-}

@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/internal/uniq"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
@@ -73,7 +74,7 @@ func NewFinding(info Info, f Draft) report.Finding {
 	out := report.Finding{
 		Check: info.ID, Severity: rc.Severity, Object: f.Object, Owner: f.Owner, Node: f.Node,
 		Since: f.Since.UTC().Truncate(time.Second), Summary: f.Summary,
-		RootCause: report.RootCause{ID: rc.ID, Message: f.Message, Evidence: evidence, References: Unique(refs)},
+		RootCause: report.RootCause{ID: rc.ID, Message: f.Message, Evidence: evidence, References: uniq.Of(refs)},
 		Fixes:     fixes, BlockedBy: f.BlockedBy,
 	}
 	out.ID = report.FindingID(out.Object, out.Check, out.RootCause.ID)

@@ -107,16 +107,3 @@ func summarize(items []string, max int) string {
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(items[:max], ", "), len(items)-max)
 }
-
-// uniq returns the non-empty strings of in, first occurrences only, in order.
-func uniq(in []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, s := range in {
-		if s != "" && !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
-}

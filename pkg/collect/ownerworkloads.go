@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fault"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/internal/uniq"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/knowledge"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
@@ -43,7 +44,9 @@ func (col *collector) readControllerWorkloads(ctx context.Context) ([]*appsv1.De
 	if ns := col.namespace(); ns != "" {
 		required = append(required, ns)
 	}
-	fallback := uniq(append(append([]string{}, required...), knowledge.OwnerNamespaces()...))
+	// An unset namespace (no --kruise-namespace, no scan namespace) is none to search.
+	fallback := uniq.Of(slices.DeleteFunc(append(append([]string{}, required...), knowledge.OwnerNamespaces()...),
+		func(ns string) bool { return ns == "" }))
 	var (
 		errs    []error
 		refused []string

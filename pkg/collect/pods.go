@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fault"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/internal/uniq"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
@@ -150,7 +151,7 @@ func (col *collector) readCandidates(ctx context.Context, uids []types.UID) (int
 	col.add(func(s *snapshot.Snapshot) { s.FullPods = append(s.FullPods, full...) })
 	if len(errs) > 0 {
 		sort.Strings(errs)
-		err := fmt.Errorf("read candidate pods: %s", summarize(uniq(errs), 3))
+		err := fmt.Errorf("read candidate pods: %s", summarize(uniq.Of(errs), 3))
 		if allLimits {
 			err = fault.LimitError(err.Error())
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/internal/uniq"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
@@ -122,7 +123,7 @@ func chooseFixes(f report.Finding, action string) ([]report.Fix, string) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Sprintf("finding does not offer %s (it offers %s)", action, strings.Join(uniq(offered), ", "))
+		return nil, fmt.Sprintf("finding does not offer %s (it offers %s)", action, strings.Join(uniq.Of(offered), ", "))
 	}
 	return out, ""
 }
@@ -167,16 +168,4 @@ func hazardResult(s *Step) Result {
 func findingResult(f report.Finding, action, reason string) Result {
 	return Result{Findings: []string{f.ID}, Check: f.Check, RootCause: f.RootCause.ID, Action: action,
 		Object: f.Object, Status: StatusRefused, Reason: reason}
-}
-
-func uniq(in []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, s := range in {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/internal/uniq"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
@@ -263,7 +264,7 @@ func (pa *pass) sidecarDrift(f checks.Draft, p *podDiff, cs []*containerDiff) ch
 	for _, c := range cs {
 		sets = append(sets, c.sidecarSets...)
 	}
-	sets = checks.Unique(sets)
+	sets = uniq.Of(sets)
 	sort.Strings(sets)
 	f.RootCause = RootCauseSidecarResizePolicyDrift
 	f.Summary = fmt.Sprintf("sidecar %s resizePolicy differs from SidecarSet %s", cs[0].name, strings.Join(sets, ","))

@@ -104,25 +104,30 @@ func (d *workloadReads) declare(owned []*metav1.ObjectMeta) ([]snapshot.PodReads
 		}
 	}
 	for _, k := range keys {
-		g := groups[k]
-		oldest, newest := g[0], g[0]
-		all := make([]types.UID, len(g))
-		for i, p := range g {
-			if p.CreationTimestamp.Before(&oldest.CreationTimestamp) {
-				oldest = p
-			}
-			if newest.CreationTimestamp.Before(&p.CreationTimestamp) {
-				newest = p
-			}
-			all[i] = p.UID
-		}
-		sample := []types.UID{oldest.UID}
-		if newest.CreationTimestamp.Sub(oldest.CreationTimestamp.Time) > sampleWindow {
-			sample = append(sample, newest.UID)
-		}
-		pods = append(pods, snapshot.PodReads{UIDs: sample, When: d.whenJudged(k.stand), All: all, Widen: d.anyDiffers(oldest, newest)})
+		pods = append(pods, d.sampled(groups[k], k.stand))
 	}
 	return pods, revisions
+}
+
+// sampled declares the read of one group of alike pods: its oldest pod, and its newest when
+// they were created more than sampleWindow apart, then the whole group once a sample differs.
+func (d *workloadReads) sampled(g []*metav1.ObjectMeta, st stand) snapshot.PodReads {
+	oldest, newest := g[0], g[0]
+	all := make([]types.UID, len(g))
+	for i, p := range g {
+		if p.CreationTimestamp.Before(&oldest.CreationTimestamp) {
+			oldest = p
+		}
+		if newest.CreationTimestamp.Before(&p.CreationTimestamp) {
+			newest = p
+		}
+		all[i] = p.UID
+	}
+	sample := []types.UID{oldest.UID}
+	if newest.CreationTimestamp.Sub(oldest.CreationTimestamp.Time) > sampleWindow {
+		sample = append(sample, newest.UID)
+	}
+	return snapshot.PodReads{UIDs: sample, When: d.whenJudged(st), All: all, Widen: d.anyDiffers(oldest, newest)}
 }
 
 // whenJudged says when pods of a stand are judged: at once, except the pods a partition keeps,

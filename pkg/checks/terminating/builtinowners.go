@@ -9,6 +9,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/internal/uniq"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
@@ -59,7 +60,7 @@ func (a *pass) loadBalancerCleanup(t *target) (checks.Draft, bool) {
 	d := checks.Draft{RootCause: RootCauseFinalizerOwnerNotActing, Evidence: ev}
 	switch {
 	case len(failed) > 0:
-		d.Summary = fmt.Sprintf("%s for %s: %s fails to delete the load balancer (%s)", subj.noun, age, owner, strings.Join(checks.Unique(failed), ", "))
+		d.Summary = fmt.Sprintf("%s for %s: %s fails to delete the load balancer (%s)", subj.noun, age, owner, strings.Join(uniq.Of(failed), ", "))
 		d.Message = fmt.Sprintf("Finalizer %s waits for %s to delete the cloud load balancer, and it reports failing: its "+
 			"Warning events say why (credentials, quota, a resource the load balancer still uses). Fix that and the Service "+
 			"goes; removing the finalizer would leave the load balancer behind, still billed.", finLBCleanup, owner)

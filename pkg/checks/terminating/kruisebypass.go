@@ -5,11 +5,34 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/internal/uniq"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
+
+// hookFinalizers returns the finalizers of w's preDelete and preNormal hooks that are on p, each
+// once, with the hook that lists it.
+func hookFinalizers(w *kruise.Workload, p *corev1.Pod) (fins, hooks []string) {
+	for _, h := range []struct {
+		name string
+		hook *kruise.LifecycleHook
+	}{{"preDelete", w.Lifecycle.PreDelete}, {"preNormal", w.Lifecycle.PreNormal}} {
+		if h.hook == nil {
+			continue
+		}
+		for _, f := range h.hook.FinalizersHandler {
+			if slices.Contains(p.Finalizers, f) && !slices.Contains(fins, f) {
+				fins = append(fins, f)
+				hooks = append(hooks, h.name)
+			}
+		}
+	}
+	return fins, hooks
+}
 
 // kruiseHookBypassed reports a pod deleted directly (never PreparingDelete) while finalizers of
 // its workload's preDelete or preNormal hook are on it. Hook owners commonly act only on the
@@ -29,21 +52,7 @@ func (a *pass) kruiseHookBypassed(t *target) (checks.Draft, bool) {
 	if !ok {
 		return checks.Draft{}, false
 	}
-	var fins, hooks []string
-	for _, h := range []struct {
-		name string
-		hook *kruise.LifecycleHook
-	}{{"preDelete", w.Lifecycle.PreDelete}, {"preNormal", w.Lifecycle.PreNormal}} {
-		if h.hook == nil {
-			continue
-		}
-		for _, f := range h.hook.FinalizersHandler {
-			if slices.Contains(p.Finalizers, f) && !slices.Contains(fins, f) {
-				fins = append(fins, f)
-				hooks = append(hooks, h.name)
-			}
-		}
-	}
+	fins, hooks := hookFinalizers(w, p)
 	if len(fins) == 0 {
 		return checks.Draft{}, false
 	}
@@ -86,7 +95,7 @@ func (a *pass) kruiseHookBypassed(t *target) (checks.Draft, bool) {
 	return checks.Draft{
 		RootCause: RootCauseKruiseHookBypassed,
 		Summary: fmt.Sprintf("Terminating for %s: deleted directly, %s hook finalizer %s of %s never released",
-			checks.Age(a.now, p.DeletionTimestamp.Time), strings.Join(checks.Unique(hooks), "/"), strings.Join(fins, ", "), wl),
+			checks.Age(a.now, p.DeletionTimestamp.Time), strings.Join(uniq.Of(hooks), "/"), strings.Join(fins, ", "), wl),
 		Message:  msg,
 		Evidence: ev,
 		Fixes:    fixes,

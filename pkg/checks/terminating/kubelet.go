@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/internal/uniq"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
@@ -67,7 +68,7 @@ func (a *pass) kubeletKillFailing(t *target) (checks.Draft, bool) {
 	what := "has not reported why"
 	switch {
 	case len(reasons) > 0:
-		what = "reports " + strings.Join(checks.Unique(reasons), ", ")
+		what = "reports " + strings.Join(uniq.Of(reasons), ", ")
 	case len(running) > 0:
 		what = "still reports containers running: " + strings.Join(running, ", ")
 	}
