@@ -74,8 +74,11 @@ func (o *FixOptions) Run(ctx context.Context) error {
 			results = append(results, fix.Refuse(steps, "not confirmed: "+why)...)
 			break
 		}
-		// The answer to the prompt may have taken minutes: the run goes by budgets read now.
-		applied, user := o.apply(ctx, clients, plan.Refresh(ctx, clients), audit)
+		// The answer to the prompt may have taken minutes: the run goes by budgets read now,
+		// and says what moved since the plan was shown.
+		fresh := plan.Refresh(ctx, clients)
+		render.FixPlanChanged(o.ErrOut, plan.Changes(fresh))
+		applied, user := o.apply(ctx, clients, fresh, audit)
 		meta.User = user
 		results = append(results, applied...)
 		if ctx.Err() != nil {

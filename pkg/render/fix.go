@@ -137,3 +137,38 @@ func kubectlName(ref report.ObjectRef) string {
 	}
 	return s
 }
+
+// FixPlanChanged writes what the budgets read just before the run changed since the plan was
+// shown: the run goes by the fresh read, so the user sees what it acts on. Nothing when nothing
+// changed.
+func FixPlanChanged(w io.Writer, changes []fix.GroupChange) {
+	if len(changes) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "The budgets changed since the plan was shown; the run goes by the ones read now:")
+	for _, c := range changes {
+		switch {
+		case c.After == nil:
+			fmt.Fprintf(w, "  %s: no longer has pods to evict\n", kubectlName(c.Before.Budget.Workload))
+		case c.Before == nil:
+			fmt.Fprintf(w, "  %s: now %s\n", kubectlName(c.After.Budget.Workload), budgetLine(c.After))
+		default:
+			fmt.Fprintf(w, "  %s: was %s; now %s\n", kubectlName(c.After.Budget.Workload), budgetLine(c.Before), budgetLine(c.After))
+		}
+	}
+}
+
+// budgetLine says in a few words how a group may run.
+func budgetLine(g *fix.Group) string {
+	switch {
+	case g.Failure != "":
+		return "unreadable (" + g.Failure + ")"
+	case g.Refusal != "":
+		return "refused (" + g.Refusal + ")"
+	}
+	line := fmt.Sprintf("%d at a time, keeps %d of %d replicas Ready", g.WaveSize(), g.MinReady(), g.Budget.Replicas)
+	for _, p := range g.PDBs {
+		line += ", PodDisruptionBudget " + p.Name
+	}
+	return line
+}

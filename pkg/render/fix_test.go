@@ -76,3 +76,21 @@ func TestFixWaves(t *testing.T) {
 		t.Errorf("no group, yet %q", buf.String())
 	}
 }
+
+func TestFixPlanChanged(t *testing.T) {
+	web := report.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}
+	before := &fix.Group{Budget: fix.Budget{Workload: web, Replicas: 4, MaxUnavailable: 1}}
+	after := &fix.Group{Budget: fix.Budget{Workload: web, Replicas: 2, MaxUnavailable: 1}, PDBs: []fix.PDB{{Name: "web-pdb"}}}
+	var b strings.Builder
+	FixPlanChanged(&b, nil)
+	if b.Len() != 0 {
+		t.Fatalf("no change wrote %q", b.String())
+	}
+	FixPlanChanged(&b, []fix.GroupChange{{Before: before, After: after}, {Before: before}})
+	want := "The budgets changed since the plan was shown; the run goes by the ones read now:\n" +
+		"  deployment.apps/web -n shop: was 1 at a time, keeps 3 of 4 replicas Ready; now 1 at a time, keeps 1 of 2 replicas Ready, PodDisruptionBudget web-pdb\n" +
+		"  deployment.apps/web -n shop: no longer has pods to evict\n"
+	if b.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
