@@ -8,4 +8,5 @@ const (
 	ActionRemoveFinalizer         = "remove-finalizer"
 	ActionForceDelete             = "force-delete"
 	ActionEvictPod                = "evict-pod"
+	ActionDeletePod               = "delete-pod"
 )

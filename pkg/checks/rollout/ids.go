@@ -21,8 +21,13 @@ const (
 	RootCauseBlockedByStuckPod       = "blocked-by-stuck-pod"
 	RootCausePodsNotReady            = "pods-not-ready"
 	RootCauseProgressDeadline        = "progress-deadline-exceeded"
-	RootCauseSidecarSetInFlight      = "sidecarset-update-in-flight"
-	RootCauseSidecarSetStalled       = "sidecarset-update-stalled"
+	// Core workloads (apps/v1): creates the apiserver refuses, a StatefulSet held by a pod on a
+	// revision it no longer rolls to, a DaemonSet whose unavailable budget dead nodes use up.
+	RootCausePodCreationRefused        = "pod-creation-refused"
+	RootCauseStatefulSetBrokenPod      = "statefulset-broken-pod"
+	RootCauseDaemonSetNodesUnavailable = "daemonset-nodes-unavailable"
+	RootCauseSidecarSetInFlight        = "sidecarset-update-in-flight"
+	RootCauseSidecarSetStalled         = "sidecarset-update-stalled"
 )
 
 // rootCauses are the root causes the check reports, with the severity of their findings and the
@@ -40,6 +45,9 @@ func rootCauses() []checks.RootCause {
 		{ID: RootCauseBlockedByStuckPod, Severity: report.SeverityWarning},
 		{ID: RootCausePodsNotReady, Severity: report.SeverityWarning},
 		{ID: RootCauseProgressDeadline, Severity: report.SeverityWarning},
+		{ID: RootCausePodCreationRefused, Severity: report.SeverityError},
+		{ID: RootCauseStatefulSetBrokenPod, Severity: report.SeverityError},
+		{ID: RootCauseDaemonSetNodesUnavailable, Severity: report.SeverityError},
 		{ID: RootCauseSidecarSetInFlight, Severity: report.SeverityError, Actions: []string{checks.ActionRestartControllerLeader}},
 		{ID: RootCauseSidecarSetStalled, Severity: report.SeverityWarning},
 	}
