@@ -131,7 +131,10 @@ func deploymentRollout(s *snapshot.Snapshot, d *appsv1.Deployment) (*rollout, bo
 		replicas = *d.Spec.Replicas
 	}
 	r := &rollout{ref: checks.Ref("apps/v1", "Deployment", &d.ObjectMeta), meta: &d.ObjectMeta, kind: "Deployment",
-		target: replicas, updated: d.Status.UpdatedReplicas, ready: min(d.Status.UpdatedReplicas, d.Status.AvailableReplicas),
+		target: replicas, updated: d.Status.UpdatedReplicas,
+		// The status counts available pods of every ReplicaSet: at least that many less the
+		// pods not on the new one are the new one's (the new ReplicaSet's own count, once read).
+		ready: max(0, min(d.Status.UpdatedReplicas, d.Status.AvailableReplicas-(d.Status.Replicas-d.Status.UpdatedReplicas))),
 		deadlineSeconds: d.Spec.ProgressDeadlineSeconds, updating: true,
 		core: &coreRollout{dep: d, replicaFailure: failure}}
 	if deadline != nil {
@@ -142,6 +145,7 @@ func deploymentRollout(s *snapshot.Snapshot, d *appsv1.Deployment) (*rollout, bo
 	switch {
 	case newRS != nil:
 		r.update = newRS.Labels[podTemplateHashLabel]
+		r.ready = newRS.Status.AvailableReplicas
 		r.creators = []creator{{kind: "ReplicaSet", meta: &newRS.ObjectMeta}}
 		for _, rs := range s.ReplicaSetsOf(d.UID) {
 			r.owned = append(r.owned, s.OwnedPodsOf(&rs.ObjectMeta, rs.Spec.Selector)...)

@@ -99,7 +99,7 @@ func TestDeploymentImagePullPastDeadline(t *testing.T) {
 		t.Fatalf("got %s on %s", f.RootCause.ID, f.Object)
 	}
 	evidenceHas(t, f, "pod api-6d4b8c7f9-x container app waits with ImagePullBackOff for image registry.example.com/api:2.0")
-	evidenceHas(t, f, "Deployment shop/api: 1 of 3 replicas are on the new ReplicaSet api-6d4b8c7f9")
+	evidenceHas(t, f, "Deployment shop/api: 1 of 3 replicas are on the new ReplicaSet api-6d4b8c7f9, 0 of them available; 3 available in all")
 	evidenceHas(t, f, "condition Progressing=False reason ProgressDeadlineExceeded")
 	if len(f.Fixes) != 0 {
 		t.Errorf("fixes %+v", f.Fixes)
