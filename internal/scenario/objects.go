@@ -144,6 +144,23 @@ func (b *builder) waitDeploymentAvailable(ctx context.Context, ns, name string) 
 	})
 }
 
+// waitDeploymentProgressing waits until the deployment controller has observed the Deployment's
+// generation and set its Progressing condition to reason.
+func (b *builder) waitDeploymentProgressing(ctx context.Context, ns, name, reason string, timeout time.Duration) error {
+	return poll(ctx, timeout, "Deployment "+ns+"/"+name+" Progressing reason "+reason, func(ctx context.Context) (bool, error) {
+		d, err := b.env.Kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range d.Status.Conditions {
+			if c.Type == appsv1.DeploymentProgressing {
+				return c.Reason == reason && d.Status.ObservedGeneration == d.Generation, nil
+			}
+		}
+		return false, nil
+	})
+}
+
 // cloneSetSpec describes a CloneSet the scenario applies.
 type cloneSetSpec struct {
 	name      string
