@@ -28,6 +28,8 @@ type Cluster struct {
 	Deployments  []*appsv1.Deployment
 	StatefulSets []*appsv1.StatefulSet
 	DaemonSets   []*appsv1.DaemonSet
+	// ReplicaSets are those a check declared it reads, whole.
+	ReplicaSets []*appsv1.ReplicaSet
 	// ControllerNamespaces are the only namespaces whose workloads were listed (the
 	// cluster-wide lists refused); nil when all were.
 	ControllerNamespaces []string
@@ -61,7 +63,7 @@ func (c Cluster) Snapshot() *snapshot.Snapshot {
 		Nodes: c.Nodes, NodeLeases: c.NodeLeases, Leases: c.Leases, Events: c.Events, Deployments: c.Deployments,
 		Objects: c.Objects, Namespaces: c.Namespaces, APIServices: c.APIServices, Clusters: c.Clusters,
 		Workloads: c.Workloads, SidecarSets: c.SidecarSets,
-		StatefulSets: c.StatefulSets, DaemonSets: c.DaemonSets, ControllerNamespaces: c.ControllerNamespaces,
+		StatefulSets: c.StatefulSets, DaemonSets: c.DaemonSets, ReplicaSets: c.ReplicaSets, ControllerNamespaces: c.ControllerNamespaces,
 		ClusterAPILog: c.ClusterAPILog, PersistentVolumes: c.PersistentVolumes, DeletedServices: c.DeletedServices, DeletedAttachments: c.DeletedAttachments,
 		Unread: map[snapshot.Input]error{}, Logs: map[string]string{}, Limits: map[snapshot.Input]string{}}
 	for in, l := range c.Limits {

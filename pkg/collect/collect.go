@@ -201,6 +201,9 @@ func (col *collector) index() {
 // that differs, a pod that names a revision), so rounds go on until one finds nothing new,
 // within maxReadRounds rounds of pod reads.
 func (col *collector) targetedReads(ctx context.Context, reads snapshot.Reads) {
+	if col.readReplicaSets(ctx, reads.ReplicaSets) > 0 {
+		col.snap.Index()
+	}
 	for range maxReadRounds {
 		read, err := col.readCandidates(ctx, reads.PodsDue(col.snap))
 		if err != nil {

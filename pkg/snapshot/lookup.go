@@ -33,6 +33,9 @@ func (s *Snapshot) FullPod(uid types.UID) (*corev1.Pod, bool) {
 // PodsOwnedBy returns the metadata of the pods whose ownerReferences name the UID.
 func (s *Snapshot) PodsOwnedBy(uid types.UID) []*metav1.ObjectMeta { return s.podsByOwner[uid] }
 
+// ReplicaSetsOf returns the ReplicaSets read whose controller is the Deployment with the UID.
+func (s *Snapshot) ReplicaSetsOf(uid types.UID) []*appsv1.ReplicaSet { return s.rsByOwner[uid] }
+
 // ControlledPods returns the metadata of the pods whose controller ownerReference names the UID,
 // in the order the snapshot lists them.
 func (s *Snapshot) ControlledPods(uid types.UID) []*metav1.ObjectMeta {
@@ -49,15 +52,20 @@ func (s *Snapshot) ControlledPods(uid types.UID) []*metav1.ObjectMeta {
 // its namespace and matching its selector, by name. A selector that cannot be parsed does not
 // filter: the controller reference decides.
 func (s *Snapshot) OwnedPods(w *kruise.Workload) []*metav1.ObjectMeta {
+	return s.OwnedPodsOf(&w.ObjectMeta, w.Selector)
+}
+
+// OwnedPodsOf is OwnedPods of any controller: its metadata and its pod selector.
+func (s *Snapshot) OwnedPodsOf(owner *metav1.ObjectMeta, selector *metav1.LabelSelector) []*metav1.ObjectMeta {
 	var sel labels.Selector
-	if w.Selector != nil {
-		if parsed, err := metav1.LabelSelectorAsSelector(w.Selector); err == nil {
+	if selector != nil {
+		if parsed, err := metav1.LabelSelectorAsSelector(selector); err == nil {
 			sel = parsed
 		}
 	}
 	var out []*metav1.ObjectMeta
-	for _, p := range s.ControlledPods(w.UID) {
-		if p.Namespace != w.Namespace || (sel != nil && !sel.Matches(labels.Set(p.Labels))) {
+	for _, p := range s.ControlledPods(owner.UID) {
+		if p.Namespace != owner.Namespace || (sel != nil && !sel.Matches(labels.Set(p.Labels))) {
 			continue
 		}
 		out = append(out, p)

@@ -1,6 +1,10 @@
 package snapshot
 
-import "k8s.io/apimachinery/pkg/types"
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/types"
+)
 
 // Reads are the targeted reads a check declares: the pods it needs in full and the
 // ControllerRevisions it needs, beyond what the bulk lists hold. A check declares them once, on
@@ -11,15 +15,29 @@ import "k8s.io/apimachinery/pkg/types"
 type Reads struct {
 	Pods      []PodReads
 	Revisions []RevisionReads
+	// ReplicaSets are read first, so that pods declared From them are known.
+	ReplicaSets []ReplicaSetRead
+}
+
+// ReplicaSetRead lists the ReplicaSets of one Deployment: those its selector matches in its
+// namespace, kept when the Deployment is their controller.
+type ReplicaSetRead struct {
+	Namespace string
+	// Selector is the Deployment's label selector as text.
+	Selector   string
+	Deployment types.UID
 }
 
 // Condition says, on the snapshot as read so far, whether a declared read is due.
 type Condition func(*Snapshot) bool
 
 // PodReads are pods to read in full, once When holds (at once when When is nil). With Widen,
-// UIDs are a sample standing for All, and All is read too once Widen holds.
+// UIDs are a sample standing for All, and All is read too once Widen holds. From names pods
+// only earlier reads reveal (a Deployment's pods, once its ReplicaSets are read): it is asked
+// on the snapshot as read so far, each round.
 type PodReads struct {
 	UIDs  []types.UID
+	From  func(*Snapshot) []types.UID
 	When  Condition
 	All   []types.UID
 	Widen Condition
@@ -35,6 +53,7 @@ type RevisionReads struct {
 func (r *Reads) Add(o Reads) {
 	r.Pods = append(r.Pods, o.Pods...)
 	r.Revisions = append(r.Revisions, o.Revisions...)
+	r.ReplicaSets = append(r.ReplicaSets, o.ReplicaSets...)
 }
 
 // PodsDue returns the pods the declaration has due on s, each once, in the order declared. Pods
@@ -49,6 +68,9 @@ func (r Reads) PodsDue(s *Snapshot) []types.UID {
 		uids := p.UIDs
 		if p.Widen != nil && p.Widen(s) {
 			uids = p.All
+		}
+		if p.From != nil {
+			uids = append(slices.Clip(uids), p.From(s)...)
 		}
 		for _, uid := range uids {
 			if !seen[uid] {

@@ -53,6 +53,9 @@ const (
 	// InputControllerRevisions is the ControllerRevisions the checks name once they have seen
 	// the workloads and pods, read one by one.
 	InputControllerRevisions Input = "controller-revisions"
+	// InputReplicaSets is the ReplicaSets of the Deployments a check declared it reads (see
+	// Reads), listed by each Deployment's selector in its namespace.
+	InputReplicaSets Input = "replica-sets"
 	// InputClusterAPI is Cluster API Clusters.
 	InputClusterAPI Input = "cluster-api"
 	// InputPersistentVolumes is every PersistentVolume, whole (their phase and claimRef).
@@ -165,6 +168,8 @@ type Snapshot struct {
 	// (see Reads), read by name; one read metadata-only has no Data.
 	Revisions   []*appsv1.ControllerRevision
 	SidecarSets []*kruise.SidecarSet
+	// ReplicaSets are the ReplicaSets a check declared it reads (see Reads), whole.
+	ReplicaSets []*appsv1.ReplicaSet
 	// Objects are objects of other resources that are being deleted.
 	Objects  []Object
 	Clusters []*unstructured.Unstructured
@@ -196,6 +201,7 @@ type Snapshot struct {
 	eventsByUID   map[types.UID][]*corev1.Event
 	eventsByName  map[string][]*corev1.Event
 	workloadByUID map[types.UID]*kruise.Workload
+	rsByOwner     map[types.UID][]*appsv1.ReplicaSet
 	namespaceByNm map[string]*corev1.Namespace
 }
 
@@ -255,6 +261,12 @@ func (s *Snapshot) Index() {
 	s.workloadByUID = make(map[types.UID]*kruise.Workload, len(s.Workloads))
 	for _, w := range s.Workloads {
 		s.workloadByUID[w.UID] = w
+	}
+	s.rsByOwner = map[types.UID][]*appsv1.ReplicaSet{}
+	for _, rs := range s.ReplicaSets {
+		if ref := ControllerOf(rs); ref != nil {
+			s.rsByOwner[ref.UID] = append(s.rsByOwner[ref.UID], rs)
+		}
 	}
 	s.namespaceByNm = make(map[string]*corev1.Namespace, len(s.Namespaces))
 	for _, n := range s.Namespaces {

@@ -171,10 +171,9 @@ func TestRolloutStalledBlockedByPreparingNormal(t *testing.T) {
 // template's request exceeds. v1.9.0's createPods records FailedCreate on the CloneSet and
 // returns the error (cloneset_scale.go), doReconcile still writes the status and retries with
 // backoff (cloneset_controller.go), and calculateProgressingStatus sets ProgressDeadlineExceeded:
-// there is no new-revision pod to blame, so the finding is the bare progress-deadline-exceeded,
-// with the counts, the condition and that no pod of the revision exists. (The check reads no
-// events: it cannot quote the quota's refusal, which the FailedCreate event carries.) The same
-// template within a 10m deadline, paused, or held by its partition is no finding.
+// there is no new-revision pod to blame, so the finding is pod-creation-refused, with the
+// counts, the condition, the newest FailedCreate quoted and the quota named. The same template
+// within a 10m deadline, paused, or held by its partition is no finding.
 func TestRolloutStalledQuotaRefusesPods(t *testing.T) {
 	t.Parallel()
 	pluginBinary(t)
@@ -205,15 +204,14 @@ func TestRolloutStalledQuotaRefusesPods(t *testing.T) {
 		t.Fatalf("want FailedCreate events on refused quoting the quota, got %+v", events.Items)
 	}
 
-	// A warning: below the default --fail-on error.
-	rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(0).report()
+	rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(2).report()
 	if len(rep.Findings) != 1 {
 		t.Fatalf("want a finding on refused only, got:\n%s", summaries(rep))
 	}
 	f := krFind(t, rep, "rollout-stalled", "refused")
-	assertFinding(t, f, "progress-deadline-exceeded", report.SeverityWarning,
+	assertFinding(t, f, "pod-creation-refused", report.SeverityError,
 		[]string{"0 of 2 pods to update are on revision", "condition Progressing=False reason ProgressDeadlineExceeded",
-			"no pod of revision", "FailedCreate"}, nil)
+			"no pod of revision", "FailedCreate", "refused by ResourceQuota compute: requests.cpu: requested 2, used 0, hard 1"}, nil)
 	if len(f.BlockedBy) != 0 {
 		t.Errorf("blockedBy %+v: no pod is there to wait on", f.BlockedBy)
 	}
@@ -223,7 +221,7 @@ func TestRolloutStalledQuotaRefusesPods(t *testing.T) {
 		return strings.Contains(e, "exists; the newest create the apiserver refused: event Warning FailedCreate from cloneset-controller") &&
 			strings.Contains(e, "is forbidden: exceeded quota: compute") && !strings.Contains(e, `"spec"`)
 	})
-	if !quoted || !strings.HasSuffix(f.Summary, "the apiserver refuses its new pods") || !strings.Contains(f.RootCause.Message, "exceeded quota: compute") {
+	if !quoted || !strings.HasSuffix(f.Summary, "the apiserver refuses its new pods (ResourceQuota compute)") || !strings.Contains(f.RootCause.Message, "exceeded quota: compute") {
 		t.Errorf("the finding does not quote the quota's refusal:\n%s\n%s\n%s", f.Summary, strings.Join(f.RootCause.Evidence, "\n"), f.RootCause.Message)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
@@ -28,32 +29,47 @@ func New() checks.Check {
 			{Input: snapshot.InputSidecarSets, Optional: true},
 			{Input: snapshot.InputEvents, Optional: true},
 			{Input: snapshot.InputControllers, Optional: true},
+			{Input: snapshot.InputReplicaSets, Optional: true},
+			{Input: snapshot.InputNodes, Optional: true},
 			{Input: snapshot.InputControllerLogs, Optional: true},
 		},
 	}, documentation)}
 }
 
 // DeclareReads declares, for each workload whose status says its rollout is not done, the few
-// pods it most recently created or moved on the update revision (or PreparingUpdate): the
-// pods a stalled rollout waits on. Workloads whose counts are complete cost no read.
+// pods it most recently created or moved on the update revision (or PreparingUpdate), and those
+// of its kind that hold a controller before it (a StatefulSet's pods on another revision, a
+// DaemonSet's pods being deleted): the pods a stalled rollout waits on. A Deployment's pods are
+// known once its ReplicaSets are read, which only Deployments whose controller reports them
+// stuck cost. Workloads whose counts are complete cost no read.
 // The daemon's pods are read too once one of those pods, read, shows an in-place update waiting
 // for kruise-daemon, to say whether one is on that pod's node.
 func (check) DeclareReads(s *snapshot.Snapshot) snapshot.Reads {
 	var out []types.UID
-	for _, w := range s.Workloads {
-		r, ok := stalledRollout(s, w)
-		if !ok || !s.Scope.PodsComplete(w) {
+	for _, r := range rollouts(s) {
+		out = append(out, r.candidates()...)
+	}
+	var reads snapshot.Reads
+	for _, d := range stalledDeployments(s) {
+		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+		if err != nil {
 			continue
 		}
-		for i, p := range r.pods {
-			if i == maxCandidates {
-				break
+		reads.ReplicaSets = append(reads.ReplicaSets, snapshot.ReplicaSetRead{Namespace: d.Namespace, Selector: sel.String(), Deployment: d.UID})
+	}
+	if len(reads.ReplicaSets) > 0 {
+		reads.Pods = append(reads.Pods, snapshot.PodReads{From: func(s *snapshot.Snapshot) []types.UID {
+			var uids []types.UID
+			for _, d := range stalledDeployments(s) {
+				if r, ok := deploymentRollout(s, d); ok {
+					uids = append(uids, r.candidates()...)
+				}
 			}
-			out = append(out, p.UID)
-		}
+			return uids
+		}})
 	}
 	if len(out) == 0 {
-		return snapshot.Reads{}
+		return reads
 	}
 	awaited := func(s *snapshot.Snapshot) bool {
 		return slices.ContainsFunc(out, func(uid types.UID) bool {
@@ -61,19 +77,19 @@ func (check) DeclareReads(s *snapshot.Snapshot) snapshot.Reads {
 			return ok && awaitsDaemon(full)
 		})
 	}
-	return snapshot.Reads{Pods: []snapshot.PodReads{{UIDs: out},
-		{UIDs: newDaemonView(s, kruiseenv.New(s)).pods(), When: awaited}}}
+	reads.Pods = append(reads.Pods, snapshot.PodReads{UIDs: out},
+		snapshot.PodReads{UIDs: newDaemonView(s, kruiseenv.New(s)).pods(), When: awaited})
+	return reads
 }
 
 // Run reports the rollouts that have not progressed for their threshold, and the SidecarSets
 // whose update stopped.
 func (c check) Run(s *snapshot.Snapshot, threshold time.Duration) []report.Finding {
 	info := c.Info()
-	p := newPass(s)
+	p := newPass(s, threshold)
 	var out []report.Finding
-	for _, w := range s.Workloads {
-		r, ok := stalledRollout(s, w)
-		if !ok || !s.Scope.PodsComplete(w) || s.Now.Sub(r.since) < r.threshold(s, threshold) {
+	for _, r := range rollouts(s) {
+		if s.Now.Sub(r.since) < r.threshold(s, threshold) {
 			continue
 		}
 		if d, ok := checks.Diagnose(workloadRules(), p, newStall(p, r)); ok {
@@ -93,13 +109,14 @@ func (c check) Run(s *snapshot.Snapshot, threshold time.Duration) []report.Findi
 }
 
 // pass is what one run of the check knows besides the snapshot: the kruise-manager and
-// kruise-daemon.
+// kruise-daemon, and the threshold of the run.
 type pass struct {
 	*kruiseenv.Env
-	daemon *daemonView
+	daemon    *daemonView
+	threshold time.Duration
 }
 
-func newPass(s *snapshot.Snapshot) *pass {
+func newPass(s *snapshot.Snapshot, threshold time.Duration) *pass {
 	env := kruiseenv.New(s)
-	return &pass{Env: env, daemon: newDaemonView(s, env)}
+	return &pass{Env: env, daemon: newDaemonView(s, env), threshold: threshold}
 }

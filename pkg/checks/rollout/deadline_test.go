@@ -89,17 +89,18 @@ func TestDeadlineQuotesRefusedCreate(t *testing.T) {
 	c := ct.Cluster{Workloads: []*kruise.Workload{w}, Pods: []*corev1.Pod{old},
 		Events: []*corev1.Event{quotaRefusal(w, 3, 10*time.Minute, 5*time.Minute), quotaRefusal(w, 9, 4*time.Minute, 20*time.Second), normal}}
 	f := only(t, run(t, c, -1))
-	if f.RootCause.ID != RootCauseProgressDeadline {
+	if f.RootCause.ID != RootCausePodCreationRefused {
 		t.Fatalf("root cause %s", f.RootCause.ID)
 	}
 	evidenceHas(t, f, "no pod of revision "+newRev+" exists; the newest create the apiserver refused: "+
 		"event Warning FailedCreate from cloneset-controller (x9, last 20s ago): "+quotaMessage)
+	evidenceHas(t, f, "refused by ResourceQuota compute: requests.cpu: requested 2, used 0, hard 1")
 	for _, e := range f.RootCause.Evidence {
 		if strings.Contains(e, "hunter2") || strings.Contains(e, "x3,") {
 			t.Errorf("evidence quotes the pod dump or an older refusal: %s", e)
 		}
 	}
-	if !strings.HasSuffix(f.Summary, "the apiserver refuses its new pods") || !strings.Contains(f.RootCause.Message, "exceeded quota: compute") ||
+	if !strings.HasSuffix(f.Summary, "the apiserver refuses its new pods (ResourceQuota compute)") || !strings.Contains(f.RootCause.Message, "exceeded quota: compute") ||
 		strings.Contains(f.RootCause.Message, "hunter2") {
 		t.Errorf("summary %q / message %q do not name the refusal", f.Summary, f.RootCause.Message)
 	}
@@ -116,7 +117,7 @@ func TestDeadlineQuotesRefusalWithSomeNewPods(t *testing.T) {
 		Events: []*corev1.Event{quotaRefusal(w, 4, 3*time.Minute, time.Minute)}}
 	f := only(t, run(t, c, -1))
 	evidenceHas(t, f, "1 of the 3 pods to update exist on revision "+newRev+"; the newest create the apiserver refused: ")
-	if f.RootCause.ID != RootCauseProgressDeadline || !strings.Contains(f.RootCause.Message, "exceeded quota: compute") {
+	if f.RootCause.ID != RootCausePodCreationRefused || !strings.Contains(f.RootCause.Message, "exceeded quota: compute") {
 		t.Errorf("got %s: %s", f.RootCause.ID, f.RootCause.Message)
 	}
 }

@@ -3,9 +3,9 @@ package rollout
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
-	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/internal/kruiseenv"
 )
 
 // stall is what the check judges of a stalled rollout: the rollout, why each pod it waits on
@@ -21,20 +21,20 @@ type stall struct {
 // newStall judges the pods a rollout waits on. A pod that runs but crashes or is not Ready holds
 // only a rollout still updating (runsAlready).
 func newStall(p *pass, r *rollout) *stall {
-	s, w := p.Snapshot, r.w
+	s := p.Snapshot
 	st := &stall{r: r, refused: refusedCreates(s, r)}
 	for _, meta := range r.pods {
 		pod, full := s.FullPod(meta.UID)
 		if !full {
 			continue
 		}
-		if v := judgePod(p, w, pod); v != nil && (r.updating || !runsAlready(v.cause)) {
+		if v := judgePod(p, r.hook, pod); v != nil && (r.updating || !runsAlready(v.cause)) {
 			st.verdicts = append(st.verdicts, v)
 		}
 	}
 	sort.SliceStable(st.verdicts, func(i, j int) bool { return rank(st.verdicts[i].cause) < rank(st.verdicts[j].cause) })
-	st.base = checks.Draft{Object: kruiseenv.WorkloadRef(w), Since: r.since, Evidence: []string{r.countsLine()},
-		Summary: fmt.Sprintf("%s %s rollout has made no progress for %s", w.Kind, w.Name, checks.Age(s.Now, r.since))}
+	st.base = checks.Draft{Object: r.ref, Since: r.since, Evidence: []string{r.counts},
+		Summary: fmt.Sprintf("%s %s rollout has made no progress for %s", r.kind, r.meta.Name, checks.Age(s.Now, r.since))}
 	if r.deadline != nil {
 		st.base.Evidence = append(st.base.Evidence, checks.Evidencef("condition Progressing=False reason %s since %s ago: %s",
 			r.deadline.Reason, checks.Age(s.Now, r.deadline.LastTransitionTime.Time), checks.Truncate(r.deadline.Message, 200)))
@@ -104,11 +104,13 @@ func rank(cause string) int {
 	return len(causes)
 }
 
-// workloadRules are the root causes of a stalled rollout: the first cause any of its pods read in
-// full shows, else the deadline the controller reported. A rollout whose pods show no cause and
-// whose controller set no deadline is not reported: it may be progressing slowly.
+// workloadRules are the root causes of a stalled rollout: what holds a core workload's
+// controller before it gets to the new revision (a StatefulSet's broken pod, a DaemonSet's dead
+// nodes), then the first cause any of its pods read in full shows, else the creates the
+// apiserver refuses, else the deadline the controller reported. A rollout whose pods show no
+// cause and whose controller set no deadline is not reported: it may be progressing slowly.
 func workloadRules() []checks.Rule[*pass, *stall] {
-	var rules []checks.Rule[*pass, *stall]
+	rules := []checks.Rule[*pass, *stall]{statefulSetBrokenPod, daemonSetNodesUnavailable}
 	for _, c := range podCauses() {
 		rules = append(rules, podsShow(c.id, c.message))
 	}
@@ -127,16 +129,23 @@ func podsShow(cause, message string) checks.Rule[*pass, *stall] {
 	}
 }
 
-// createsRefused: past its deadline with no cause on its pods, the rollout's new pods are refused
-// by the apiserver. The deadline alone names no cause; a refused create is one a person must act on.
+// createsRefused: the rollout's new pods are refused by the apiserver, as a Deployment's
+// ReplicaFailure condition or the controller's FailedCreate events say. An OpenKruise workload is
+// judged so only past its deadline: without one, its creates may be on their way.
 func createsRefused(_ *pass, st *stall) (checks.Draft, bool) {
-	if st.r.deadline == nil || st.refused.newest == nil {
+	if st.refused.message == "" || (st.r.deadline == nil && st.r.core == nil) {
 		return checks.Draft{}, false
 	}
-	d := st.draft(RootCauseProgressDeadline, fmt.Sprintf("The controller cannot create the pods of revision %s: the apiserver refuses them (newest: %s). "+
-		"Remove what refuses them (a ResourceQuota to raise or free, an admission webhook or policy the template breaks); "+
-		"the controller retries and the rollout carries on.", st.r.update, kruiseenv.EventMessage(st.refused.newest.Message)))
+	d := st.draft(RootCausePodCreationRefused, fmt.Sprintf("The controller cannot create the pods of revision %s: the apiserver refuses them (%s). "+
+		"The %s; the controller retries and the rollout carries on.", st.r.update, checks.Truncate(st.refused.message, 300), st.refused.by.remedy()))
+	if st.r.update == "" {
+		d.Message = fmt.Sprintf("The controller cannot create the %s's pods: the apiserver refuses them (%s). The %s; the controller retries and the rollout carries on.",
+			st.r.kind, checks.Truncate(st.refused.message, 300), st.refused.by.remedy())
+	}
 	d.Summary += ": the apiserver refuses its new pods"
+	if by := st.refused.by; by.kind != "" {
+		d.Summary += " (" + strings.TrimSpace(by.kind+" "+by.name) + ")"
+	}
 	return d, true
 }
 

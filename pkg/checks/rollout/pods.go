@@ -49,7 +49,7 @@ type verdict struct {
 // waits on its hook before anything else (cloneset_update.go updatePod, kruise v1.9.0); then
 // the kubelet's side in the order a pod meets it (scheduling, image, in-place completion,
 // start, readiness).
-func judgePod(ps *pass, w *kruise.Workload, p *corev1.Pod) *verdict {
+func judgePod(ps *pass, hook *kruise.LifecycleHook, p *corev1.Pod) *verdict {
 	name := "pod " + p.Name
 	state := p.Labels[kruise.LabelLifecycleState]
 	_, specified := p.Labels[kruise.LabelSpecifiedDelete]
@@ -61,7 +61,7 @@ func judgePod(ps *pass, w *kruise.Workload, p *corev1.Pod) *verdict {
 		return &verdict{cause: RootCauseBlockedByStuckPod, block: podBlock(p),
 			line: checks.Evidencef("%s is Terminating (deleted %s ago); stuck-terminating judges it", name, checks.Age(ps.Snapshot.Now, p.DeletionTimestamp.Time))}
 	case state == kruise.StatePreparingUpdate:
-		if held := hooked(w.Lifecycle.InPlaceUpdate, p); len(held) > 0 {
+		if held := hooked(hook, p); len(held) > 0 {
 			return &verdict{cause: RootCauseInPlaceHookPending,
 				line: checks.Evidencef("%s is PreparingUpdate since %s ago, held by the inPlaceUpdate hook's %s", name, stateAge(ps.Snapshot.Now, p), strings.Join(held, ", "))}
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
@@ -18,8 +19,14 @@ const ReasonFailedCreate = "FailedCreate"
 
 // FailedCreates returns the workload's Warning FailedCreate events, newest last.
 func FailedCreates(s *snapshot.Snapshot, w *kruise.Workload) []*corev1.Event {
+	return FailedCreatesOf(s, w.Kind, &w.ObjectMeta)
+}
+
+// FailedCreatesOf are the Warning FailedCreate events on any object that creates pods (a core
+// workload, a ReplicaSet).
+func FailedCreatesOf(s *snapshot.Snapshot, kind string, m *metav1.ObjectMeta) []*corev1.Event {
 	var out []*corev1.Event
-	for _, e := range s.EventsFor(w.Kind, w.Namespace, w.Name, w.UID) {
+	for _, e := range s.EventsFor(kind, m.Namespace, m.Name, m.UID) {
 		if e.Type == corev1.EventTypeWarning && e.Reason == ReasonFailedCreate {
 			out = append(out, e)
 		}
