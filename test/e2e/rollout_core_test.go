@@ -69,6 +69,7 @@ func (s *coreScenario) assert(t *testing.T, rep *report.Report) {
 		return
 	}
 	f := coreFinding(t, rep, "rollout-stalled", s.kind, s.ns, s.name)
+	t.Logf("%s: %s\n  %s\n  %s\n  blockedBy %+v", f.RootCause.ID, f.Summary, f.RootCause.Message, strings.Join(f.RootCause.Evidence, "\n  "), f.BlockedBy)
 	// Every root cause of a core workload needs a person: none offers a fix.
 	assertFinding(t, f, s.rootCause, report.SeverityError, s.evidence, nil)
 	if f.Object.APIVersion != "apps/v1" || f.Object.UID == "" {
@@ -206,7 +207,11 @@ func (e *coreEnv) deploymentUnschedulable() *coreScenario {
 			return c != nil && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable &&
 				strings.Contains(c.Message, "didn't match Pod's node affinity/selector")
 		})
-		s.evidence = []string{pods[0].Name, "nodes are available", "didn't match Pod's node affinity/selector"}
+		nodes, err := e.cs.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.evidence = []string{pods[0].Name, fmt.Sprintf("0/%d nodes are available", len(nodes.Items)), "didn't match Pod's node affinity/selector"}
 		t.Logf("%s\n%s", coreDeploymentState(got), corePodsState(pods))
 	}
 	return s
@@ -220,7 +225,7 @@ func (e *coreEnv) deploymentUnschedulable() *coreScenario {
 // No pod is taken away, so the Deployment stays Available=True, and the rollout never starts.
 func (e *coreEnv) deploymentQuota() *coreScenario {
 	s := &coreScenario{ns: "core-deploy-quota", kind: "Deployment", name: "web", rootCause: "pod-creation-refused",
-		evidence: []string{"exceeded quota: compute", "ResourceQuota compute", "requests.cpu", "500m"}}
+		evidence: []string{"exceeded quota: compute", "ResourceQuota compute", "requests.cpu: requested 500m, used 1, hard 1"}}
 	s.build = func(t *testing.T) {
 		tmpl := coreTemplate("web", corePoolApps)
 		tmpl.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("500m")
