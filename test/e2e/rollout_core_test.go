@@ -319,7 +319,7 @@ func (e *coreEnv) daemonSetNodesDown() *coreScenario {
 	stuck := map[string]string{} // node: its Terminating pod
 	s.build = func(t *testing.T) {
 		tmpl := coreTemplate("node-agent", corePoolEdge)
-		tmpl.Spec.TerminationGracePeriodSeconds = ptr.To[int64](5)
+		tmpl.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
 		ds := coreDaemonSet("node-agent", tmpl)
 		ds.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType,
 			RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: ptr.To(intstr.FromInt32(2))}}
@@ -342,7 +342,7 @@ func (e *coreEnv) daemonSetNodesDown() *coreScenario {
 		})
 
 		e.patch(t, s.ns, "daemonsets", "node-agent", coreRollTo(coreImageNext, ""))
-		// The dead nodes' pods are deleted and, past their 5s grace period, still there.
+		// The dead nodes' pods are deleted and, past their 1s grace period, still there.
 		pods := e.waitPods(t, s.ns, "app=node-agent", "the dead nodes' pods Terminating past their grace period", func(pods []corev1.Pod) bool {
 			n := 0
 			for i := range pods {
