@@ -56,14 +56,23 @@ func poll(ctx context.Context, timeout time.Duration, what string, cond func(ctx
 	return nil
 }
 
-// node registers a node for kwok to play, as kwok's documentation creates one, in a pool.
+// node registers a node for kwok to play in a pool.
 func (b *builder) node(ctx context.Context, name, pool string) error {
+	if _, err := b.env.Kube.CoreV1().Nodes().Create(ctx, Node(name, pool, kubelet.NodeMilliCPU+"m"), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create node %s: %w", name, err)
+	}
+	return nil
+}
+
+// Node is a node for kwok to play, as kwok's documentation registers one, in a pool (its "pool"
+// label), with cpu CPUs.
+func Node(name, pool, cpu string) *corev1.Node {
 	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse(kubelet.NodeMilliCPU + "m"),
+		corev1.ResourceCPU:    resource.MustParse(cpu),
 		corev1.ResourceMemory: resource.MustParse("64Gi"),
 		corev1.ResourcePods:   resource.MustParse("110"),
 	}
-	n := &corev1.Node{
+	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Annotations: map[string]string{"node.alpha.kubernetes.io/ttl": "0", "kwok.x-k8s.io/node": "fake"},
@@ -74,10 +83,6 @@ func (b *builder) node(ctx context.Context, name, pool string) error {
 		},
 		Status: corev1.NodeStatus{Allocatable: capacity, Capacity: capacity},
 	}
-	if _, err := b.env.Kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create node %s: %w", name, err)
-	}
-	return nil
 }
 
 func (b *builder) waitNodeReady(ctx context.Context, name string, want corev1.ConditionStatus, timeout time.Duration) error {

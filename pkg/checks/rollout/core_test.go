@@ -294,11 +294,15 @@ func daemonSet() (*appsv1.DaemonSet, []*corev1.Pod, []*corev1.Node) {
 
 func TestDaemonSetNodesUseUpMaxUnavailable(t *testing.T) {
 	ds, pods, nodes := daemonSet()
+	// Due 20m ago with a grace period of 10m: asked 30m ago.
+	pods[3].DeletionGracePeriodSeconds = ptr(int64(600))
 	f := only(t, run(t, ct.Cluster{DaemonSets: []*appsv1.DaemonSet{ds}, Pods: pods, Nodes: nodes}, -1))
 	if f.RootCause.ID != RootCauseDaemonSetNodesUnavailable {
 		t.Fatalf("got %s: %v", f.RootCause.ID, f.RootCause.Evidence)
 	}
-	evidenceHas(t, f, "node node-4 is Ready=Unknown reason NodeStatusUnknown since 45m ago; its pod agent-d is Terminating")
+	evidenceHas(t, f, "node node-4 is Ready=Unknown reason NodeStatusUnknown since 45m ago; its pod agent-d is Terminating (deleted 30m ago)")
+	// No pod of generation 2 exists to tell its revision hash.
+	evidenceHas(t, f, "no pod of the new revision exists, and no FailedCreate event on the DaemonSet was read")
 	if !strings.Contains(f.Summary, "nodes node-4 use up its maxUnavailable") {
 		t.Errorf("summary %q", f.Summary)
 	}

@@ -98,7 +98,7 @@ func daemonSetNodesUnavailable(p *pass, st *stall) (checks.Draft, bool) {
 		down[pod.Spec.NodeName] = why
 		state := "not Ready"
 		if pod.DeletionTimestamp != nil {
-			state = fmt.Sprintf("Terminating (deleted %s ago)", checks.Age(s.Now, pod.DeletionTimestamp.Time))
+			state = fmt.Sprintf("Terminating (deleted %s ago)", checks.Age(s.Now, deletionAsked(&pod.ObjectMeta)))
 			blocks = append(blocks, *podBlock(pod))
 		}
 		lines = append(lines, checks.Evidencef("%s; its pod %s is %s", why, pod.Name, state))
