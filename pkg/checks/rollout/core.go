@@ -134,7 +134,7 @@ func deploymentRollout(s *snapshot.Snapshot, d *appsv1.Deployment) (*rollout, bo
 		target: replicas, updated: d.Status.UpdatedReplicas,
 		// The status counts available pods of every ReplicaSet: at least that many less the
 		// pods not on the new one are the new one's (the new ReplicaSet's own count, once read).
-		ready: max(0, min(d.Status.UpdatedReplicas, d.Status.AvailableReplicas-(d.Status.Replicas-d.Status.UpdatedReplicas))),
+		ready:           max(0, min(d.Status.UpdatedReplicas, d.Status.AvailableReplicas-(d.Status.Replicas-d.Status.UpdatedReplicas))),
 		deadlineSeconds: d.Spec.ProgressDeadlineSeconds, updating: true,
 		core: &coreRollout{dep: d, replicaFailure: failure}}
 	if deadline != nil {
@@ -294,11 +294,11 @@ func daemonSetRollout(s *snapshot.Snapshot, ds *appsv1.DaemonSet) (*rollout, boo
 	byActivity(r.core.stale)
 	r.core.maxUnavailable, r.core.surge = daemonBudget(ds)
 	r.since = newestActivity(r.owned, ds.CreationTimestamp.Time)
-	update := r.update
-	if update == "" {
-		update = "of template generation " + gen
+	update := "revision " + r.update
+	if r.update == "" {
+		update = "the new template (generation " + gen + ")"
 	}
-	r.counts = fmt.Sprintf("DaemonSet %s/%s: %d of %d pods to update are on revision %s; %d of %d nodes run an available pod (maxUnavailable %d)",
+	r.counts = fmt.Sprintf("DaemonSet %s/%s: %d of %d pods to update are on %s; %d of %d nodes run an available pod (maxUnavailable %d)",
 		ds.Namespace, ds.Name, r.updated, r.target, update, st.NumberAvailable, st.DesiredNumberScheduled, r.core.maxUnavailable)
 	return r, true
 }

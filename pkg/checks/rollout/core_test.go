@@ -364,3 +364,19 @@ func TestRefuserOf(t *testing.T) {
 		}
 	}
 }
+
+// A pod stuck Terminating past its grace period on a Ready node counts as unavailable too
+// (findUpdatedPodsOnNode skips it): the rollout is blocked by that pod, whose own finding says
+// why. Within its grace period it is a pod draining, by design.
+func TestDaemonSetBlockedByPodStuckTerminating(t *testing.T) {
+	ds, pods, nodes := daemonSet()
+	nodes[3] = ct.Node("node-4", ct.Ready(corev1.ConditionTrue, time.Hour))
+	f := only(t, run(t, ct.Cluster{DaemonSets: []*appsv1.DaemonSet{ds}, Pods: pods, Nodes: nodes}, -1))
+	if f.RootCause.ID != RootCauseBlockedByStuckPod || len(f.BlockedBy) != 1 || f.BlockedBy[0].Name != "agent-d" {
+		t.Fatalf("got %s blockedBy %+v", f.RootCause.ID, f.BlockedBy)
+	}
+	evidenceHas(t, f, "node node-4 is Ready; its pod agent-d is Terminating")
+	// Within its grace period.
+	ct.Deleted(-10*time.Minute, 3600)(pods[3])
+	none(t, run(t, ct.Cluster{DaemonSets: []*appsv1.DaemonSet{ds}, Pods: pods, Nodes: nodes}, -1))
+}
