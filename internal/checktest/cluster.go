@@ -49,6 +49,8 @@ type Cluster struct {
 	DeletedAttachments []*storagev1.VolumeAttachment
 	Workloads          []*kruise.Workload
 	SidecarSets        []*kruise.SidecarSet
+	// Admission is the webhook configurations, admission policies and the Services the webhooks call.
+	Admission snapshot.Admission
 	// ServerVersion is the apiserver's /version gitVersion.
 	ServerVersion string
 	// Logs are controller pod logs by "namespace/pod".
@@ -65,7 +67,7 @@ func (c Cluster) Snapshot() *snapshot.Snapshot {
 		Workloads: c.Workloads, SidecarSets: c.SidecarSets,
 		StatefulSets: c.StatefulSets, DaemonSets: c.DaemonSets, ReplicaSets: c.ReplicaSets, ControllerNamespaces: c.ControllerNamespaces,
 		ClusterAPILog: c.ClusterAPILog, PersistentVolumes: c.PersistentVolumes, DeletedServices: c.DeletedServices, DeletedAttachments: c.DeletedAttachments,
-		Unread: map[snapshot.Input]error{}, Logs: map[string]string{}, Limits: map[snapshot.Input]string{}}
+		Admission: c.Admission, Unread: map[snapshot.Input]error{}, Logs: map[string]string{}, Limits: map[snapshot.Input]string{}}
 	for in, l := range c.Limits {
 		s.Limits[in] = l
 	}
