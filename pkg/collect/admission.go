@@ -71,7 +71,13 @@ func (col *collector) readAdmission(ctx context.Context) error {
 		s.Admission.ValidatingWebhooks, s.Admission.MutatingWebhooks = vwcs, mwcs
 		s.Admission.Policies, s.Admission.PolicyBindings, s.Admission.PoliciesServed = policies, bindings, served
 	})
-	return fault.Join(errs...)
+	err = fault.Join(errs...)
+	// The objects input takes these resources' deleted objects from here, so what could not be
+	// listed is missing there too, where it may hide a stuck object; here it only lacks evidence.
+	if err != nil && col.want[snapshot.InputObjects] {
+		col.unread(snapshot.InputObjects, err)
+	}
+	return err
 }
 
 // readBackends reads the Services the webhooks call, each by name, and each found Service's

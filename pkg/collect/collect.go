@@ -109,6 +109,8 @@ type collector struct {
 	asked map[types.UID]bool
 	// revisionsAsked are the ControllerRevisions already read, by "namespace/name": true once read in full.
 	revisionsAsked map[string]bool
+	// want are the inputs being read.
+	want map[snapshot.Input]bool
 }
 
 // Collect reads the inputs into a new, indexed snapshot. It fails only when the cluster cannot be
@@ -135,6 +137,7 @@ func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Inp
 	for _, in := range inputs {
 		want[in] = true
 	}
+	col.want = want
 	col.bulkLists(ctx, want)
 	col.index()
 	if want[snapshot.InputAdmission] {
