@@ -12,6 +12,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -301,4 +302,40 @@ func (c admCounter) snapshot(p *testcluster.FaultProxy) admCounts {
 
 func (a admCounts) minus(b admCounts) admCounts {
 	return admCounts{a.serviceGets - b.serviceGets, a.sliceLists - b.sliceLists, a.other - b.other}
+}
+
+// TestAdmissionPoliciesNotServed: an apiserver that does not serve ValidatingAdmissionPolicies
+// (as before v1.30; here turned off with --runtime-config, and the admission plugin that waits on
+// them with it) is recorded as not serving them, and
+// the webhooks are read all the same: not an error.
+func TestAdmissionPoliciesNotServed(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Options{ExtraAPIServerArgs: []string{
+		"--runtime-config=admissionregistration.k8s.io/v1/validatingadmissionpolicies=false,admissionregistration.k8s.io/v1/validatingadmissionpolicybindings=false",
+		"--disable-admission-plugins=ServiceAccount,ValidatingAdmissionPolicy"}})
+	ctx := t.Context()
+	if _, err := c.Clientset().AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, metav1.ListOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("listing policies on an apiserver that should not serve them: %v", err)
+	}
+	if _, err := c.Clientset().AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, checktest.ValidatingWebhooks("e2e-policy",
+		checktest.Webhook("gone.e2e.example.com", "default", "gone", checktest.Rules("CREATE", "", "v1", "configmaps"),
+			checktest.NamespaceSelector(&metav1.LabelSelector{MatchLabels: map[string]string{admLabel: "nowhere"}}))), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	log, clients := loggedClients(t, c)
+	_, snap, err := scan.Run(ctx, clients, scan.Options{Scope: snapshot.Scope{AllNamespaces: true},
+		Settings: snapshot.DefaultSettings(), Checks: []checks.Check{admissionCheck{}}, MinAge: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Unread) != 0 || snap.Admission.PoliciesServed || len(snap.Admission.ValidatingWebhooks) != 1 {
+		t.Errorf("unread %v, policies served %v, %d validating configurations; want nothing unread, not served, 1",
+			snap.Unread, snap.Admission.PoliciesServed, len(snap.Admission.ValidatingWebhooks))
+	}
+	if b := snap.BackendService("default", "gone"); b == nil || b.Service != nil {
+		t.Errorf("the webhook's missing Service: %+v, want read as missing", b)
+	}
+	// Discovery said so: the policies were not even asked for.
+	if got := log.matching(http.MethodGet, "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"); len(got) != 0 {
+		t.Errorf("policies listed although discovery does not serve them: %v", got)
+	}
 }
