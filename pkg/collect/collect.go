@@ -181,6 +181,7 @@ func (col *collector) bulkLists(ctx context.Context, want map[snapshot.Input]boo
 		snapshot.InputPersistentVolumes:  col.readVolumes,
 		snapshot.InputDeletedServices:    col.readDeletedServices,
 		snapshot.InputDeletedAttachments: col.readDeletedAttachments,
+		snapshot.InputLeaderLeases:       col.readLeaderLeases,
 	}
 	col.covered = coveredResources(want)
 	col.parallel(ctx, want, readers)

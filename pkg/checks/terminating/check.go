@@ -38,6 +38,7 @@ func New() checks.Check {
 			{Input: snapshot.InputPersistentVolumes, Optional: true},
 			{Input: snapshot.InputDeletedServices, Optional: true},
 			{Input: snapshot.InputDeletedAttachments, Optional: true},
+			{Input: snapshot.InputLeaderLeases, Optional: true},
 		},
 	}, documentation)}
 }
