@@ -189,6 +189,7 @@ func (col *collector) bulkLists(ctx context.Context, want map[snapshot.Input]boo
 		snapshot.InputDeletedServices:    col.readDeletedServices,
 		snapshot.InputDeletedAttachments: col.readDeletedAttachments,
 		snapshot.InputAdmission:          col.readAdmission,
+		snapshot.InputLeaderLeases:       col.readLeaderLeases,
 	}
 	col.covered = coveredResources(want)
 	col.parallel(ctx, want, readers)

@@ -58,6 +58,10 @@ const (
 	// InputReplicaSets is the ReplicaSets of the Deployments a check declared it reads (see
 	// Reads), listed by each Deployment's selector in its namespace.
 	InputReplicaSets Input = "replica-sets"
+	// InputLeaderLeases is every Lease outside kube-node-lease (the leader elections of the
+	// cluster's controllers and operators), and whether the holder pod of one long not renewed
+	// still exists, read by name.
+	InputLeaderLeases Input = "leader-leases"
 	// InputClusterAPI is Cluster API Clusters.
 	InputClusterAPI Input = "cluster-api"
 	// InputPersistentVolumes is every PersistentVolume, whole (their phase and claimRef).
@@ -200,6 +204,10 @@ type Snapshot struct {
 	// (see Reads), read by name; one read metadata-only has no Data.
 	Revisions   []*appsv1.ControllerRevision
 	SidecarSets []*kruise.SidecarSet
+	// LeaderLeases are every Lease outside kube-node-lease. LeaseHolders says, by
+	// "namespace/pod", whether the holder pod of a Lease abandoned (LeaseAbandoned) exists.
+	LeaderLeases []*coordinationv1.Lease
+	LeaseHolders map[string]bool
 	// ReplicaSets are the ReplicaSets a check declared it reads (see Reads), whole.
 	ReplicaSets []*appsv1.ReplicaSet
 	// Objects are objects of other resources that are being deleted.

@@ -39,6 +39,7 @@ func New() checks.Check {
 			{Input: snapshot.InputDeletedServices, Optional: true},
 			{Input: snapshot.InputDeletedAttachments, Optional: true},
 			{Input: snapshot.InputAdmission, Optional: true},
+			{Input: snapshot.InputLeaderLeases, Optional: true},
 		},
 	}, documentation)}
 }
