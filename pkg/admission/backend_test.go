@@ -207,4 +207,14 @@ func TestAPIServiceBackend(t *testing.T) {
 			}
 		})
 	}
+	// A namespace condition's discovery failure counts for its own group/version only.
+	a := checktest.APIService("v1beta1.metrics.k8s.io", "metrics.k8s.io", "v1beta1", "kube-system", "metrics-server", "True", "Passed", "all checks passed")
+	other := "Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: custom.metrics.k8s.io/v1beta1: stale GroupVersion discovery: custom.metrics.k8s.io/v1beta1"
+	own := "Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: metrics.k8s.io/v1beta1: the server is currently unable to handle the request"
+	if b := APIServiceBackend(a, up, []string{other}); b.State != Available {
+		t.Errorf("another group's failure counted: %s (%s)", b.State, b.Reason)
+	}
+	if b := APIServiceBackend(a, up, []string{own}); b.State != Unavailable || !strings.Contains(b.Reason, "unable to handle the request") {
+		t.Errorf("its own group's failure: %s (%s), want unavailable, quoting it", b.State, b.Reason)
+	}
 }
