@@ -208,7 +208,8 @@ type Snapshot struct {
 	// "namespace/pod", whether the holder pod of a Lease abandoned (LeaseAbandoned) exists.
 	LeaderLeases []*coordinationv1.Lease
 	LeaseHolders map[string]bool
-	// ReplicaSets are the ReplicaSets a check declared it reads (see Reads), whole.
+	// ReplicaSets are the ReplicaSets a check declared it reads (see Reads): whole, or, when
+	// many were declared, metadata only (no spec, no status).
 	ReplicaSets []*appsv1.ReplicaSet
 	// Objects are objects of other resources that are being deleted.
 	Objects  []Object

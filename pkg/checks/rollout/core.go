@@ -145,7 +145,10 @@ func deploymentRollout(s *snapshot.Snapshot, d *appsv1.Deployment) (*rollout, bo
 	switch {
 	case newRS != nil:
 		r.update = newRS.Labels[podTemplateHashLabel]
-		r.ready = newRS.Status.AvailableReplicas
+		if newRS.Spec.Selector != nil {
+			// Read whole: its own count (one read metadata-only has no status).
+			r.ready = newRS.Status.AvailableReplicas
+		}
 		r.creators = []creator{{kind: "ReplicaSet", meta: &newRS.ObjectMeta}}
 		for _, rs := range s.ReplicaSetsOf(d.UID) {
 			r.owned = append(r.owned, s.OwnedPodsOf(&rs.ObjectMeta, rs.Spec.Selector)...)
