@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -131,7 +133,15 @@ func TestRolloutStalledCloneSetPods(t *testing.T) {
 		{name: "staged", deadline: 30, template: pull, strategy: map[string]any{"partition": int64(2)}, reason: "ProgressPartitionAvailable"},
 	}, func() {})
 
-	rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(2).report()
+	// A stall is dated from the newest change of the pods it waits on, which the stand-in may
+	// make a moment after it set the condition: the scan sees both rollouts stalled once their
+	// own 30s deadline has passed since then.
+	var rep *report.Report
+	eventually(t, time.Minute, "pull and crash to be past their deadline", func(context.Context) (bool, error) {
+		run := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(0, 2)
+		rep = run.report()
+		return run.code == 2 && len(rep.Findings) >= 2, nil
+	})
 	if len(rep.Findings) != 2 {
 		t.Fatalf("want findings on pull and crash only, got:\n%s", summaries(rep))
 	}
