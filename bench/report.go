@@ -219,11 +219,15 @@ func writeResults(cfg config, serverVersion string, results []result) error {
 		w("\nCoverage notes of the last scan: %s.\n", strings.Join(results[n-1].summary.gaps, "; "))
 	}
 	w("\nThe cluster grows from one size to the next. Population per %d pods: %d namespaces and %d nodes (%d of them NotReady) throughout; "+
-		"pods in groups of %d owned by a ReplicaSet or (one group in %d) an OpenKruise CloneSet with a preNormal hook; "+
+		"pods in groups of %d, each group one workload: (one group in %d) an OpenKruise CloneSet with a preNormal hook; (one in %d each) a StatefulSet, "+
+		"and a DaemonSet on a pool of %d nodes; the others a Deployment with its ReplicaSet; "+
 		"two containers with env, ports, probes, resources and a projected token volume, status written by the status subresource; "+
 		"one pod in %d stuck (Terminating behind an unowned finalizer, Terminating on a dead node, or PreparingNormal); one CloneSet in %d "+
-		"with a spec its controller never observed; a Warning event for one pod in %d and a Normal one for one in %d.\n",
-		groupSize*1000, namespaces, nodes, deadNodes, groupSize, cloneSetEvery, stuckEvery, frozenEvery, warningEvery, normalEvery)
+		"with a spec its controller never observed; one Deployment in %d stalled (ProgressDeadlineExceeded, its new ReplicaSet's pods in ImagePullBackOff), "+
+		"one StatefulSet and one DaemonSet in %d stalled (a pod of the new revision crash-looping; every other such StatefulSet's template since moved on to a third revision); "+
+		"a Warning event for one pod in %d and a Normal one for one in %d.\n",
+		groupSize*1000, namespaces, nodes, deadNodes, groupSize, cloneSetEvery, setsEvery, groupSize, stuckEvery, frozenEvery,
+		stalledDeploymentEvery, stalledSetEvery, warningEvery, normalEvery)
 
 	out := b.String()
 	fmt.Print("\n" + out)
