@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"sort"
 	"strconv"
@@ -207,6 +206,7 @@ func writeResults(cfg config, serverVersion string, results []result) error {
 		}
 	}
 
+	writeComparison(&b, cfg, results)
 	writeAudit(&b, results)
 
 	w("\n## Population and findings\n\n")
@@ -263,13 +263,4 @@ func machine() string {
 		}
 	}
 	return fmt.Sprintf("%d cores (%s), %s, %s/%s, %s", runtime.NumCPU(), model, mem, runtime.GOOS, runtime.GOARCH, runtime.Version())
-}
-
-// pluginVersion is the plugin binary's `version` output, first line.
-func pluginVersion(bin string) string {
-	out, err := exec.Command(bin, "version").Output()
-	if err != nil {
-		return bin
-	}
-	return "`" + strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0]) + "`"
 }
