@@ -23,8 +23,12 @@ type Cluster struct {
 	Leases       []*coordinationv1.Lease
 	// LeaseReads are the collector's reads of the leader Leases; when nil, each of Leases was
 	// read once, answered at Now by an apiserver whose clock agrees with the scan's.
-	LeaseReads   map[string][]snapshot.LeaseRead
-	Events       []*corev1.Event
+	LeaseReads map[string][]snapshot.LeaseRead
+	Events     []*corev1.Event
+	// LeaderLeases are the Leases outside kube-node-lease; LeaseHolders whether an abandoned
+	// one's holder pod exists, by "namespace/pod".
+	LeaderLeases []*coordinationv1.Lease
+	LeaseHolders map[string]bool
 	Deployments  []*appsv1.Deployment
 	StatefulSets []*appsv1.StatefulSet
 	DaemonSets   []*appsv1.DaemonSet
@@ -49,6 +53,8 @@ type Cluster struct {
 	DeletedAttachments []*storagev1.VolumeAttachment
 	Workloads          []*kruise.Workload
 	SidecarSets        []*kruise.SidecarSet
+	// Admission is the webhook configurations, admission policies and the Services the webhooks call.
+	Admission snapshot.Admission
 	// ServerVersion is the apiserver's /version gitVersion.
 	ServerVersion string
 	// Logs are controller pod logs by "namespace/pod".
@@ -65,6 +71,7 @@ func (c Cluster) Snapshot() *snapshot.Snapshot {
 		Workloads: c.Workloads, SidecarSets: c.SidecarSets,
 		StatefulSets: c.StatefulSets, DaemonSets: c.DaemonSets, ReplicaSets: c.ReplicaSets, ControllerNamespaces: c.ControllerNamespaces,
 		ClusterAPILog: c.ClusterAPILog, PersistentVolumes: c.PersistentVolumes, DeletedServices: c.DeletedServices, DeletedAttachments: c.DeletedAttachments,
+		Admission: c.Admission, LeaderLeases: c.LeaderLeases, LeaseHolders: c.LeaseHolders,
 		Unread: map[snapshot.Input]error{}, Logs: map[string]string{}, Limits: map[snapshot.Input]string{}}
 	for in, l := range c.Limits {
 		s.Limits[in] = l

@@ -56,14 +56,23 @@ func poll(ctx context.Context, timeout time.Duration, what string, cond func(ctx
 	return nil
 }
 
-// node registers a node for kwok to play, as kwok's documentation creates one, in a pool.
+// node registers a node for kwok to play in a pool.
 func (b *builder) node(ctx context.Context, name, pool string) error {
+	if _, err := b.env.Kube.CoreV1().Nodes().Create(ctx, Node(name, pool, kubelet.NodeMilliCPU+"m"), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create node %s: %w", name, err)
+	}
+	return nil
+}
+
+// Node is a node for kwok to play, as kwok's documentation registers one, in a pool (its "pool"
+// label), with cpu CPUs.
+func Node(name, pool, cpu string) *corev1.Node {
 	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse(kubelet.NodeMilliCPU + "m"),
+		corev1.ResourceCPU:    resource.MustParse(cpu),
 		corev1.ResourceMemory: resource.MustParse("64Gi"),
 		corev1.ResourcePods:   resource.MustParse("110"),
 	}
-	n := &corev1.Node{
+	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Annotations: map[string]string{"node.alpha.kubernetes.io/ttl": "0", "kwok.x-k8s.io/node": "fake"},
@@ -74,10 +83,6 @@ func (b *builder) node(ctx context.Context, name, pool string) error {
 		},
 		Status: corev1.NodeStatus{Allocatable: capacity, Capacity: capacity},
 	}
-	if _, err := b.env.Kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create node %s: %w", name, err)
-	}
-	return nil
 }
 
 func (b *builder) waitNodeReady(ctx context.Context, name string, want corev1.ConditionStatus, timeout time.Duration) error {
@@ -141,6 +146,23 @@ func (b *builder) waitDeploymentAvailable(ctx context.Context, ns, name string) 
 		}
 		return d.Status.ObservedGeneration == d.Generation && d.Spec.Replicas != nil &&
 			d.Status.AvailableReplicas == *d.Spec.Replicas && d.Status.UpdatedReplicas == *d.Spec.Replicas, nil
+	})
+}
+
+// waitDeploymentProgressing waits until the deployment controller has observed the Deployment's
+// generation and set its Progressing condition to reason.
+func (b *builder) waitDeploymentProgressing(ctx context.Context, ns, name, reason string, timeout time.Duration) error {
+	return poll(ctx, timeout, "Deployment "+ns+"/"+name+" Progressing reason "+reason, func(ctx context.Context) (bool, error) {
+		d, err := b.env.Kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range d.Status.Conditions {
+			if c.Type == appsv1.DeploymentProgressing {
+				return c.Reason == reason && d.Status.ObservedGeneration == d.Generation, nil
+			}
+		}
+		return false, nil
 	})
 }
 

@@ -133,6 +133,7 @@ func Build(ctx context.Context, env Env) (*Shop, error) {
 		{"the spot node is reclaimed and the edge node's kubelet dies", b.nodes},
 		{"kruise-manager loses a pod event of CloneSet checkout", b.lostEvent},
 		{"someone deletes pods and edits a template", b.operations},
+		{"checkout-api is rolled to an image tag that was never pushed", b.badImage},
 		{"the on-call retires a wishlist pod by name", b.retire},
 		{"the legacy app is uninstalled, leaving its APIService", b.legacy},
 		{"four CloneSets get a new template; one asks for a node pool nobody has, two are held back", b.rollouts},

@@ -2,13 +2,16 @@ package scenario
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kruisemanager"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/scenario/kubelet"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 )
 
@@ -87,4 +90,35 @@ func WaitProgressing(ctx context.Context, dyn dynamic.Interface, ns, name, reaso
 		c, ok := w.Condition("Progressing")
 		return ok && c.Reason == reason && w.Status.ObservedGeneration == w.Generation, nil
 	})
+}
+
+// deploymentDeadline is checkout-api's progressDeadlineSeconds: short, so that the deployment
+// controller gives up on the rollout while the demo starts (the default is 600).
+const deploymentDeadline = 30
+
+// badImage: the checkout-api team releases a tag their CI never pushed, with a short progress
+// deadline. kube-controller-manager creates the new ReplicaSet and its surge pod, whose image
+// cannot be pulled (kwok plays the kubelet's ErrImagePull for pods labelled so), and, once
+// the deadline passes without progress, sets Progressing=False/ProgressDeadlineExceeded
+// (pkg/controller/deployment/progress.go syncRolloutStatus, util.DeploymentTimedOut);
+// settle waits for that. The old pods keep serving.
+func (b *builder) badImage(ctx context.Context, _ *Shop) error {
+	patch := map[string]any{"spec": map[string]any{
+		"progressDeadlineSeconds": deploymentDeadline,
+		"template": map[string]any{
+			"metadata": map[string]any{"labels": map[string]any{kubelet.Label: kubelet.ErrImagePull}},
+			"spec": map[string]any{"containers": []any{map[string]any{
+				"name": "app", "image": "registry.shop.example/checkout-api:2.5.0"}}},
+		},
+	}}
+	raw, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	_, err = b.env.Kube.AppsV1().Deployments(Namespace).Patch(ctx, "checkout-api", types.StrategicMergePatchType, raw,
+		metav1.PatchOptions{FieldManager: applyManager})
+	if err != nil {
+		return fmt.Errorf("roll Deployment %s/checkout-api: %w", Namespace, err)
+	}
+	return nil
 }

@@ -74,6 +74,12 @@ func (b *builder) settle(ctx context.Context, shop *Shop) error {
 		return err
 	}
 
+	// checkout-api: the deployment controller gives up once its progress deadline passed.
+	err = b.waitDeploymentProgressing(ctx, Namespace, "checkout-api", "ProgressDeadlineExceeded", deploymentDeadline*time.Second+2*time.Minute)
+	if err != nil {
+		return err
+	}
+
 	cart, err := b.livePods(ctx, Namespace, "app=cart")
 	if err != nil {
 		return err
@@ -115,6 +121,8 @@ func (b *builder) settle(ctx context.Context, shop *Shop) error {
 		shop.expect("stuck-terminating", "finalizer-owner-not-acting", pod(p.Name), false,
 			"image-resizer: restarted; the finalizer of the volume janitor (not found, uninstalled) holds the old pod")
 	}
+	shop.expect("rollout-stalled", "image-pull-failing", Object{"Deployment", Namespace, "checkout-api"}, false,
+		"checkout-api: rolled to tag 2.5.0, which was never pushed; its new pod cannot pull it and the rollout passed its progress deadline (a person fixes the tag or rolls back)")
 	shop.expect("stuck-terminating", "namespace-discovery-failed", Object{"Namespace", "", LegacyNamespace}, false,
 		"shop-legacy: deleted while APIService "+legacyAPIService+" points at a Service that is gone (a person removes or repairs it)")
 

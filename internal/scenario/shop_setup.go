@@ -96,6 +96,7 @@ func (b *builder) workloads(ctx context.Context, shop *Shop) error {
 		{"image-resizer", 1, "main"}, // its pod gets a finalizer from a controller later uninstalled
 		{"search", 1, "edge"},        // on the node whose kubelet dies
 		{"recommender", 1, "spot"},   // on the node that is reclaimed
+		{"checkout-api", 2, "main"},  // rolled later to an image tag that was never pushed
 	}
 	for _, d := range deployments {
 		if err := b.deployment(ctx, Namespace, d.name, d.replicas, podSpec(d.pool, img(d.name, "2.4.1"), nil)); err != nil {

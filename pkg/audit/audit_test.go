@@ -91,8 +91,8 @@ func TestFindingsMetricsFromAReport(t *testing.T) {
 	for _, want := range []string{
 		`workloaddoctor_findings{check="stuck-terminating",kind="Pod",namespace="shop",root_cause="finalizer-owner-missing",severity="error"} 2`,
 		`workloaddoctor_findings{check="stuck-terminating",kind="Namespace",namespace="",root_cause="namespace-discovery-failed",severity="warning"} 1`,
-		`workloaddoctor_finding_age_seconds{check="stuck-terminating",kind="Pod",name="web-1",namespace="shop",owner_kind="ReplicaSet",owner_name="web-5d8",pod="web-1",root_cause="finalizer-owner-missing",severity="error"} 90`,
-		`workloaddoctor_finding_age_seconds{check="stuck-terminating",kind="Namespace",name="old",namespace="",owner_kind="",owner_name="",pod="",root_cause="namespace-discovery-failed",severity="warning"} 3600`,
+		`workloaddoctor_finding_age_seconds{check="stuck-terminating",daemonset="",deployment="",kind="Pod",name="web-1",namespace="shop",owner_kind="ReplicaSet",owner_name="web-5d8",pod="web-1",root_cause="finalizer-owner-missing",severity="error",statefulset=""} 90`,
+		`workloaddoctor_finding_age_seconds{check="stuck-terminating",daemonset="",deployment="",kind="Namespace",name="old",namespace="",owner_kind="",owner_name="",pod="",root_cause="namespace-discovery-failed",severity="warning",statefulset=""} 3600`,
 		`workloaddoctor_scans_total{result="success"} 1`,
 		`workloaddoctor_scans_total{result="error"} 0`,
 		`workloaddoctor_coverage_complete 1`,
@@ -285,7 +285,7 @@ func TestMetricsKeepFindingsACheckCouldNotLookFor(t *testing.T) {
 		errs:    make([]error, 5),
 	}
 	a := newAuditor(t, s, io.Discard)
-	widget := `workloaddoctor_finding_age_seconds{check="stuck-terminating",kind="Widget",name="w",namespace="shop",owner_kind="",owner_name="",pod="",root_cause="finalizer-owner-not-acting",severity="warning"}`
+	widget := `workloaddoctor_finding_age_seconds{check="stuck-terminating",daemonset="",deployment="",kind="Widget",name="w",namespace="shop",owner_kind="",owner_name="",pod="",root_cause="finalizer-owner-not-acting",severity="warning",statefulset=""}`
 	for i, want := range []struct {
 		widget   string // the Widget's age series, "" absent
 		findings int

@@ -47,3 +47,20 @@ func TestSelectAutoFixes(t *testing.T) {
 		t.Errorf("max 0 selected %d steps", len(steps))
 	}
 }
+
+// delete-pod is of risk medium: the auditor applies it when statefulset-broken-pod is named, and
+// only then (docs/contract.md, auditor: --auto-fix).
+func TestSelectAutoFixesDeletePod(t *testing.T) {
+	f := finding("shop", "StatefulSet", "db", "rollout-stalled", "statefulset-broken-pod", report.SeverityError, time.Hour, nil)
+	f.Object.APIVersion, f.Object.ResourceVersion = "apps/v1", "40"
+	f.Fixes = []report.Fix{{Action: "delete-pod", Risk: report.RiskMedium,
+		Params: map[string]string{"pod": "db-2", "podUID": "u2", "revision": "db-7c4f88d5b", "updateRevision": "db-5d8c7f9b6"}}}
+	cat := fix.NewCatalog()
+	steps, refused := SelectAutoFixes(cat, []report.Finding{f}, map[string]bool{"statefulset-broken-pod": true}, 5)
+	if len(steps) != 1 || steps[0].Action != "delete-pod" || steps[0].Target.Name != "db-2" || len(refused) != 0 {
+		t.Errorf("steps %+v, refused %+v; want delete-pod of db-2", steps, refused)
+	}
+	if steps, refused := SelectAutoFixes(cat, []report.Finding{f}, map[string]bool{"crash-looping": true}, 5); len(steps)+len(refused) != 0 {
+		t.Errorf("an unnamed root cause selected %d steps, %d refusals", len(steps), len(refused))
+	}
+}

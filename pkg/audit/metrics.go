@@ -25,8 +25,13 @@ func families() []family {
 	return []family{
 		{name: "workloaddoctor_findings", help: "Current findings of the last complete scan.",
 			typ: gauge, labels: []string{"check", "root_cause", "severity", "namespace", "kind"}, samples: findingCounts},
+		// pod, deployment, statefulset and daemonset are named as kube-state-metrics names them, so
+		// that alerts on its series (kubernetes-mixin's KubePodNotReady, KubeDeploymentRolloutStuck,
+		// KubeStatefulSetUpdateNotRolledOut, KubeDaemonSetRolloutStuck) join a finding and are
+		// inhibited by it on the same label names.
 		{name: "workloaddoctor_finding_age_seconds", help: "How long each current finding's object has been stuck, as of the last complete scan.",
-			typ: gauge, labels: []string{"check", "root_cause", "severity", "namespace", "kind", "name", "pod", "owner_kind", "owner_name"}, samples: findingAges},
+			typ: gauge, labels: []string{"check", "root_cause", "severity", "namespace", "kind", "name", "pod", "owner_kind", "owner_name",
+				"deployment", "statefulset", "daemonset"}, samples: findingAges},
 		{name: "workloaddoctor_scan_duration_seconds", help: "Duration of each scan cycle, failed ones included.",
 			typ: histogram, samples: func(s *state) []sample { return []sample{{dist: &s.duration, created: s.duration.since}} }},
 		{name: "workloaddoctor_scans_total", help: "Scan cycles by result: success, or error (the scan failed or could not read an input checks detect from).",
@@ -307,11 +312,31 @@ func findingCounts(s *state) []sample {
 	return out
 }
 
+// workloadLabel is the age label that names a finding's object when it is one of the apps/v1
+// workloads kube-state-metrics labels by kind, "" otherwise. Only the object itself counts,
+// never a pod's owner, so that an inhibition built on it silences a workload's alert only while a
+// finding explains that workload. An OpenKruise StatefulSet or DaemonSet (apps.kruise.io) has no
+// such series.
+func workloadLabel(o report.ObjectRef) string {
+	if group, _, _ := strings.Cut(o.APIVersion, "/"); group != "apps" {
+		return ""
+	}
+	switch o.Kind {
+	case "Deployment":
+		return "deployment"
+	case "StatefulSet":
+		return "statefulset"
+	case "DaemonSet":
+		return "daemonset"
+	}
+	return ""
+}
+
 // findingAges are the finding-age series: one per finding, measured at its report's time.
 func findingAges(s *state) []sample {
 	var out []sample
-	// Same-named kinds of two API groups would give one series twice, which fails the scrape.
-	seen := map[[9]string]bool{}
+	// Same-named kinds of two API groups may give one series twice, which fails the scrape.
+	seen := map[string]bool{}
 	for _, f := range s.findings {
 		k := findingKey(f)
 		pod, ownerKind, ownerName := "", "", ""
@@ -321,16 +346,18 @@ func findingAges(s *state) []sample {
 		if f.Owner != nil {
 			ownerKind, ownerName = f.Owner.Kind, f.Owner.Name
 		}
-		labels := [9]string{k[0], k[1], k[2], k[3], k[4], f.Object.Name, pod, ownerKind, ownerName}
-		if seen[labels] {
+		workload := map[string]string{workloadLabel(f.Object): f.Object.Name}
+		labels := append(k[:], f.Object.Name, pod, ownerKind, ownerName, workload["deployment"], workload["statefulset"], workload["daemonset"])
+		key := strings.Join(labels, "\x00")
+		if seen[key] {
 			continue
 		}
-		seen[labels] = true
+		seen[key] = true
 		stuck := s.findingsAt.Sub(f.Since).Seconds()
 		if f.Since.IsZero() || stuck < 0 {
 			stuck = 0
 		}
-		out = append(out, sample{labels: labels[:], value: stuck})
+		out = append(out, sample{labels: labels, value: stuck})
 	}
 	return out
 }

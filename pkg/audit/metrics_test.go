@@ -34,11 +34,24 @@ func TestExpositionOfAKnownState(t *testing.T) {
 	widget := finding("shop", "Widget", "w", "stuck-terminating", "finalizer-owner-not-acting", report.SeverityWarning, time.Minute, nil)
 	otherWidget := widget
 	otherWidget.Object.APIVersion, otherWidget.Object.UID = "other.example.com/v1", "other"
+	// The apps/v1 workloads are named in the label kube-state-metrics gives their kind; an
+	// OpenKruise StatefulSet of the same name, and a pod whose owner is a StatefulSet, are not.
+	apps := func(group, kind, name, cause string) report.Finding {
+		f := finding("shop", kind, name, "rollout-stalled", cause, report.SeverityError, 20*time.Minute, nil)
+		f.Object.APIVersion, f.Object.UID = group, group+"/"+name
+		return f
+	}
+	dbOwner := &report.ObjectRef{APIVersion: "apps/v1", Kind: "StatefulSet", Namespace: "shop", Name: "db"}
 	good := newReport(looked,
 		finding("shop", "Pod", "web-1", "stuck-terminating", "finalizer-owner-missing", report.SeverityError, 90*time.Second, owner),
 		finding("shop", "Pod", "web-2", "stuck-terminating", "finalizer-owner-missing", report.SeverityError, 30*time.Second, owner),
 		finding("", "Namespace", "old", "stuck-terminating", "namespace-discovery-failed", report.SeverityWarning, time.Hour, nil),
 		widget, otherWidget,
+		apps("apps/v1", "Deployment", "web", "image-pull-failing"),
+		apps("apps/v1", "StatefulSet", "db", "statefulset-broken-pod"),
+		apps("apps.kruise.io/v1beta1", "StatefulSet", "db", "pods-unschedulable"),
+		apps("apps/v1", "DaemonSet", "agent", "daemonset-nodes-unavailable"),
+		finding("shop", "Pod", "db-0", "stuck-terminating", "finalizer-owner-missing", report.SeverityError, time.Minute, dbOwner),
 	)
 	m := NewMetrics()
 	m.SetLeader(true)
@@ -53,14 +66,23 @@ func TestExpositionOfAKnownState(t *testing.T) {
 workloaddoctor_coverage_complete 0
 # HELP workloaddoctor_finding_age_seconds How long each current finding's object has been stuck, as of the last complete scan.
 # TYPE workloaddoctor_finding_age_seconds gauge
-workloaddoctor_finding_age_seconds{check="stuck-terminating",kind="Namespace",name="old",namespace="",owner_kind="",owner_name="",pod="",root_cause="namespace-discovery-failed",severity="warning"} 3600
-workloaddoctor_finding_age_seconds{check="stuck-terminating",kind="Pod",name="web-1",namespace="shop",owner_kind="ReplicaSet",owner_name="web-5d8",pod="web-1",root_cause="finalizer-owner-missing",severity="error"} 90
-workloaddoctor_finding_age_seconds{check="stuck-terminating",kind="Pod",name="web-2",namespace="shop",owner_kind="ReplicaSet",owner_name="web-5d8",pod="web-2",root_cause="finalizer-owner-missing",severity="error"} 30
-workloaddoctor_finding_age_seconds{check="stuck-terminating",kind="Widget",name="w",namespace="shop",owner_kind="",owner_name="",pod="",root_cause="finalizer-owner-not-acting",severity="warning"} 60
+workloaddoctor_finding_age_seconds{check="rollout-stalled",daemonset="",deployment="",kind="StatefulSet",name="db",namespace="shop",owner_kind="",owner_name="",pod="",root_cause="pods-unschedulable",severity="error",statefulset=""} 1200
+workloaddoctor_finding_age_seconds{check="rollout-stalled",daemonset="",deployment="",kind="StatefulSet",name="db",namespace="shop",owner_kind="",owner_name="",pod="",root_cause="statefulset-broken-pod",severity="error",statefulset="db"} 1200
+workloaddoctor_finding_age_seconds{check="rollout-stalled",daemonset="",deployment="web",kind="Deployment",name="web",namespace="shop",owner_kind="",owner_name="",pod="",root_cause="image-pull-failing",severity="error",statefulset=""} 1200
+workloaddoctor_finding_age_seconds{check="rollout-stalled",daemonset="agent",deployment="",kind="DaemonSet",name="agent",namespace="shop",owner_kind="",owner_name="",pod="",root_cause="daemonset-nodes-unavailable",severity="error",statefulset=""} 1200
+workloaddoctor_finding_age_seconds{check="stuck-terminating",daemonset="",deployment="",kind="Namespace",name="old",namespace="",owner_kind="",owner_name="",pod="",root_cause="namespace-discovery-failed",severity="warning",statefulset=""} 3600
+workloaddoctor_finding_age_seconds{check="stuck-terminating",daemonset="",deployment="",kind="Pod",name="db-0",namespace="shop",owner_kind="StatefulSet",owner_name="db",pod="db-0",root_cause="finalizer-owner-missing",severity="error",statefulset=""} 60
+workloaddoctor_finding_age_seconds{check="stuck-terminating",daemonset="",deployment="",kind="Pod",name="web-1",namespace="shop",owner_kind="ReplicaSet",owner_name="web-5d8",pod="web-1",root_cause="finalizer-owner-missing",severity="error",statefulset=""} 90
+workloaddoctor_finding_age_seconds{check="stuck-terminating",daemonset="",deployment="",kind="Pod",name="web-2",namespace="shop",owner_kind="ReplicaSet",owner_name="web-5d8",pod="web-2",root_cause="finalizer-owner-missing",severity="error",statefulset=""} 30
+workloaddoctor_finding_age_seconds{check="stuck-terminating",daemonset="",deployment="",kind="Widget",name="w",namespace="shop",owner_kind="",owner_name="",pod="",root_cause="finalizer-owner-not-acting",severity="warning",statefulset=""} 60
 # HELP workloaddoctor_findings Current findings of the last complete scan.
 # TYPE workloaddoctor_findings gauge
+workloaddoctor_findings{check="rollout-stalled",kind="DaemonSet",namespace="shop",root_cause="daemonset-nodes-unavailable",severity="error"} 1
+workloaddoctor_findings{check="rollout-stalled",kind="Deployment",namespace="shop",root_cause="image-pull-failing",severity="error"} 1
+workloaddoctor_findings{check="rollout-stalled",kind="StatefulSet",namespace="shop",root_cause="pods-unschedulable",severity="error"} 1
+workloaddoctor_findings{check="rollout-stalled",kind="StatefulSet",namespace="shop",root_cause="statefulset-broken-pod",severity="error"} 1
 workloaddoctor_findings{check="stuck-terminating",kind="Namespace",namespace="",root_cause="namespace-discovery-failed",severity="warning"} 1
-workloaddoctor_findings{check="stuck-terminating",kind="Pod",namespace="shop",root_cause="finalizer-owner-missing",severity="error"} 2
+workloaddoctor_findings{check="stuck-terminating",kind="Pod",namespace="shop",root_cause="finalizer-owner-missing",severity="error"} 3
 workloaddoctor_findings{check="stuck-terminating",kind="Widget",namespace="shop",root_cause="finalizer-owner-not-acting",severity="warning"} 2
 # HELP workloaddoctor_fixes_total Fix actions the auditor ran on its own, by action and result status (applied, refused, failed, ...).
 # TYPE workloaddoctor_fixes_total counter

@@ -109,13 +109,16 @@ type collector struct {
 	asked map[types.UID]bool
 	// revisionsAsked are the ControllerRevisions already read, by "namespace/name": true once read in full.
 	revisionsAsked map[string]bool
+	// want are the inputs being read.
+	want map[snapshot.Input]bool
 }
 
 // Collect reads the inputs into a new, indexed snapshot. It fails only when the cluster cannot be
 // reached at all; every other failure is recorded in Snapshot.Unread.
 //
-// It runs in stages, each on what the one before read: the bulk lists, the index, the targeted
-// reads the checks declared on that index, and the evidence that only adds detail.
+// It runs in stages, each on what the one before read: the bulk lists, the index, the Services
+// the webhooks listed call, the targeted reads the checks declared on that index, and the
+// evidence that only adds detail.
 func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Input) (*snapshot.Snapshot, error) {
 	pageSizeSet := opts.PageSize > 0
 	opts.defaults()
@@ -134,8 +137,12 @@ func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Inp
 	for _, in := range inputs {
 		want[in] = true
 	}
+	col.want = want
 	col.bulkLists(ctx, want)
 	col.index()
+	if want[snapshot.InputAdmission] {
+		col.readBackends(ctx)
+	}
 	if want[snapshot.InputPods] && opts.Reads != nil {
 		col.targetedReads(ctx, opts.Reads(col.snap))
 	}
@@ -181,6 +188,8 @@ func (col *collector) bulkLists(ctx context.Context, want map[snapshot.Input]boo
 		snapshot.InputPersistentVolumes:  col.readVolumes,
 		snapshot.InputDeletedServices:    col.readDeletedServices,
 		snapshot.InputDeletedAttachments: col.readDeletedAttachments,
+		snapshot.InputAdmission:          col.readAdmission,
+		snapshot.InputLeaderLeases:       col.readLeaderLeases,
 	}
 	col.covered = coveredResources(want)
 	col.parallel(ctx, want, readers)

@@ -136,6 +136,11 @@ func coveredResources(want map[snapshot.Input]bool) map[schema.GroupResource]boo
 	if want[snapshot.InputDeletedAttachments] {
 		out[schema.GroupResource{Group: "storage.k8s.io", Resource: "volumeattachments"}] = true
 	}
+	if want[snapshot.InputAdmission] {
+		for _, gvr := range admissionResources() {
+			out[gvr.GroupResource()] = true
+		}
+	}
 	return out
 }
 
@@ -184,6 +189,18 @@ func (col *collector) addCoveredObjects() {
 	}
 	for _, va := range s.DeletedAttachments {
 		add(schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "volumeattachments"}, "VolumeAttachment", false, va.ObjectMeta)
+	}
+	for _, c := range s.Admission.ValidatingWebhooks {
+		add(validatingWebhooks, "ValidatingWebhookConfiguration", false, c.ObjectMeta)
+	}
+	for _, c := range s.Admission.MutatingWebhooks {
+		add(mutatingWebhooks, "MutatingWebhookConfiguration", false, c.ObjectMeta)
+	}
+	for _, p := range s.Admission.Policies {
+		add(admissionPolicies, "ValidatingAdmissionPolicy", false, p.ObjectMeta)
+	}
+	for _, b := range s.Admission.PolicyBindings {
+		add(policyBindings, "ValidatingAdmissionPolicyBinding", false, b.ObjectMeta)
 	}
 }
 

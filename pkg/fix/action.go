@@ -41,6 +41,12 @@ const (
 	ParamHolderIdentity = "holderIdentity"
 	// ParamPodNamespace is the leader pod's namespace when it differs from the Lease's.
 	ParamPodNamespace = "podNamespace"
+	// delete-pod: the pod, by name in the StatefulSet's namespace and by UID, its
+	// controller-revision-hash and the StatefulSet's status.updateRevision, as the scan saw them.
+	ParamPod            = "pod"
+	ParamPodUID         = "podUID"
+	ParamRevision       = "revision"
+	ParamUpdateRevision = "updateRevision"
 )
 
 // requireVersioned refuses to plan a write on an object the plan cannot pin.

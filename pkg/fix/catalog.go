@@ -25,7 +25,7 @@ type Catalog struct {
 // NewCatalog returns the catalog of every built-in fix action, in the order `checks -o json`
 // lists them.
 func NewCatalog() *Catalog {
-	actions := []Action{requeueWorkload{}, restartLeader{}, removeFinalizer{}, forceDelete(), evictPod()}
+	actions := []Action{requeueWorkload{}, restartLeader{}, removeFinalizer{}, forceDelete(), evictPod(), newDeletePod()}
 	c := &Catalog{actions: actions, byID: make(map[string]Action, len(actions))}
 	for _, a := range actions {
 		c.byID[a.Doc().ID] = a

@@ -22,7 +22,7 @@ func TestCatalog(t *testing.T) {
 		}
 		ids = append(ids, d.ID)
 	}
-	want := []string{checks.ActionRequeueWorkload, checks.ActionRestartControllerLeader, checks.ActionRemoveFinalizer, checks.ActionForceDelete, checks.ActionEvictPod}
+	want := []string{checks.ActionRequeueWorkload, checks.ActionRestartControllerLeader, checks.ActionRemoveFinalizer, checks.ActionForceDelete, checks.ActionEvictPod, checks.ActionDeletePod}
 	if !slices.Equal(ids, want) {
 		t.Errorf("catalog = %q, want %q", ids, want)
 	}

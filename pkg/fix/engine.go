@@ -83,6 +83,16 @@ type Engine struct {
 	// step on the same object (two finalizers) is not refused for the first step's change. The
 	// plan's steps keep the resourceVersions the plan saw.
 	rv map[string]string
+	// once holds, by the uid of the object an action's steps share (oncePerRun), the step that
+	// had its one turn in this run.
+	once map[string]*Step
+}
+
+// oncePerRun is an action of which a run applies at most one step per object: delete-pod deletes
+// at most one pod of a StatefulSet, and leaves what follows to the StatefulSet's controller.
+type oncePerRun interface {
+	// oncePer is the object, or nil when the step shares none.
+	oncePer(s *Step) *report.ObjectRef
 }
 
 // NewEngine returns an engine.
@@ -112,7 +122,7 @@ func NewEngine(c Clients, o Options) *Engine {
 		o.DryRun = DryRunNone
 	}
 	env := &Env{Kube: c.Kube, Metadata: c.Metadata, Mapper: c.Mapper, DryRun: o.DryRun, Now: o.Now, VerifyTimeout: o.VerifyTimeout}
-	return &Engine{c: c, o: o, env: env, rv: map[string]string{}}
+	return &Engine{c: c, o: o, env: env, rv: map[string]string{}, once: map[string]*Step{}}
 }
 
 // Run applies the plan and returns one result per step, in plan order. Steps that take serving
@@ -198,6 +208,14 @@ func (e *Engine) apply(ctx context.Context, s *Step) (Result, bool) {
 		r.Status, r.Reason = StatusRefused, fmt.Sprintf("unknown action %q", s.Action)
 		return r, false
 	}
+	var once *report.ObjectRef
+	if l, ok := a.(oncePerRun); ok {
+		once = l.oncePer(s)
+	}
+	if first, taken := e.once[onceUID(once)]; taken {
+		r.Status, r.Reason = e.laterRun(*once, first)
+		return r, false
+	}
 	v, err := e.recheck(ctx, s)
 	if err != nil {
 		r.Status, r.Reason = StatusFailed, err.Error()
@@ -228,6 +246,9 @@ func (e *Engine) apply(ctx context.Context, s *Step) (Result, bool) {
 			o.Reason += "; but the effect was not seen"
 		}
 	}
+	if once != nil && (o.Status == StatusApplied || o.Status == StatusDryRun) {
+		e.once[onceUID(once)] = s
+	}
 	if o.Wrote && o.ResourceVersionAfter != "" && s.Target.UID != "" {
 		e.rv[s.Target.UID] = o.ResourceVersionAfter
 	}
@@ -239,6 +260,25 @@ func (e *Engine) apply(ctx context.Context, s *Step) (Result, bool) {
 	r.Verified, r.Verification = o.Verified, o.Verification
 	r.AnswerLost = o.AnswerLost
 	return r, o.Wrote
+}
+
+// onceUID keys e.once: "" (never taken) for no object.
+func onceUID(ref *report.ObjectRef) string {
+	if ref == nil {
+		return ""
+	}
+	return ref.UID
+}
+
+// laterRun is the result of a step on an object whose one turn in this run first had: it waits
+// for a later run (dry run under server dry run, as a later wave).
+func (e *Engine) laterRun(obj report.ObjectRef, first *Step) (Status, string) {
+	reason := fmt.Sprintf("%s applies once per run to %s, and this run already applied it to %s; run fix again once its controller has acted on that",
+		first.Action, obj, first.Target)
+	if e.o.DryRun == DryRunServer {
+		return StatusDryRun, reason
+	}
+	return StatusDeferred, reason
 }
 
 // expectRV is the resourceVersion a finding's object should have now.

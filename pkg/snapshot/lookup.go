@@ -4,6 +4,7 @@ import (
 	"sort"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -160,6 +161,33 @@ func (s *Snapshot) ControllerPod(namespace, name string) (*corev1.Pod, bool) {
 		}
 	}
 	return nil, false
+}
+
+// ValidatingWebhookConfiguration returns a validating webhook configuration by name.
+func (s *Snapshot) ValidatingWebhookConfiguration(name string) (*admissionregistrationv1.ValidatingWebhookConfiguration, bool) {
+	for _, c := range s.Admission.ValidatingWebhooks {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return nil, false
+}
+
+// MutatingWebhookConfiguration returns a mutating webhook configuration by name.
+func (s *Snapshot) MutatingWebhookConfiguration(name string) (*admissionregistrationv1.MutatingWebhookConfiguration, bool) {
+	for _, c := range s.Admission.MutatingWebhooks {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return nil, false
+}
+
+// BackendService returns the Service a webhook calls, as read; nil when it was not read (the
+// Service of no webhook, or a read that failed). A Service found missing is read, with a nil
+// Service.
+func (s *Snapshot) BackendService(namespace, name string) *BackendService {
+	return s.Admission.Services[namespace+"/"+name]
 }
 
 // ControllerOf returns the controller ownerReference of an object.

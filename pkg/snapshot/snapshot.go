@@ -6,9 +6,11 @@ package snapshot
 import (
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -56,6 +58,10 @@ const (
 	// InputReplicaSets is the ReplicaSets of the Deployments a check declared it reads (see
 	// Reads), listed by each Deployment's selector in its namespace.
 	InputReplicaSets Input = "replica-sets"
+	// InputLeaderLeases is every Lease outside kube-node-lease (the leader elections of the
+	// cluster's controllers and operators), and whether the holder pod of one long not renewed
+	// still exists, read by name.
+	InputLeaderLeases Input = "leader-leases"
 	// InputClusterAPI is Cluster API Clusters.
 	InputClusterAPI Input = "cluster-api"
 	// InputPersistentVolumes is every PersistentVolume, whole (their phase and claimRef).
@@ -64,6 +70,10 @@ const (
 	InputDeletedServices Input = "deleted-services"
 	// InputDeletedAttachments is the VolumeAttachments being deleted, whole (their detach error).
 	InputDeletedAttachments Input = "deleted-volume-attachments"
+	// InputAdmission is the validating and mutating webhook configurations and the
+	// ValidatingAdmissionPolicies with their bindings, whole, then the Services the webhooks call
+	// and those Services' EndpointSlices, read by name (see Admission).
+	InputAdmission Input = "admission"
 )
 
 // ControllerLog is the part of a controller's log a scan read: the window it asked for and the
@@ -122,6 +132,32 @@ type LeaseRead struct {
 	Elapsed time.Duration
 }
 
+// Admission is what a scan read of admission control (InputAdmission).
+type Admission struct {
+	// ValidatingWebhooks and MutatingWebhooks are every webhook configuration, without managedFields.
+	ValidatingWebhooks []*admissionregistrationv1.ValidatingWebhookConfiguration
+	MutatingWebhooks   []*admissionregistrationv1.MutatingWebhookConfiguration
+	// Policies and PolicyBindings are every ValidatingAdmissionPolicy and binding (v1), when
+	// PoliciesServed: clusters before v1.30 do not serve them, which is not an error.
+	Policies       []*admissionregistrationv1.ValidatingAdmissionPolicy
+	PolicyBindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	PoliciesServed bool
+	// Services are the Services the webhooks call (clientConfig.service), by "namespace/name":
+	// only those read whole, Service and EndpointSlices; one whose read failed is absent, and
+	// the failure is in Unread[InputAdmission].
+	Services map[string]*BackendService
+}
+
+// BackendService is a Service that the apiserver calls (a webhook's), as a scan read it.
+type BackendService struct {
+	Namespace, Name string
+	// Service is nil when no such Service exists.
+	Service *corev1.Service
+	// EndpointSlices are the slices labelled kubernetes.io/service-name with the Service's name
+	// in its namespace, without managedFields; none when the Service does not exist.
+	EndpointSlices []*discoveryv1.EndpointSlice
+}
+
 // Snapshot is the collected cluster state. Fill the exported fields, then call Index.
 type Snapshot struct {
 	// Now is the apiserver's clock when the lists were read (the local clock when the answers
@@ -168,7 +204,12 @@ type Snapshot struct {
 	// (see Reads), read by name; one read metadata-only has no Data.
 	Revisions   []*appsv1.ControllerRevision
 	SidecarSets []*kruise.SidecarSet
-	// ReplicaSets are the ReplicaSets a check declared it reads (see Reads), whole.
+	// LeaderLeases are every Lease outside kube-node-lease. LeaseHolders says, by
+	// "namespace/pod", whether the holder pod of a Lease abandoned (LeaseAbandoned) exists.
+	LeaderLeases []*coordinationv1.Lease
+	LeaseHolders map[string]bool
+	// ReplicaSets are the ReplicaSets a check declared it reads (see Reads): whole, or, when
+	// many were declared, metadata only (no spec, no status).
 	ReplicaSets []*appsv1.ReplicaSet
 	// Objects are objects of other resources that are being deleted.
 	Objects  []Object
@@ -179,6 +220,8 @@ type Snapshot struct {
 	DeletedServices []*corev1.Service
 	// DeletedAttachments are the VolumeAttachments being deleted, whole; nil in a scan of one namespace.
 	DeletedAttachments []*storagev1.VolumeAttachment
+	// Admission is the admission control read, whatever the scope: webhooks are cluster-wide.
+	Admission Admission
 	// Logs maps "namespace/pod" of a controller leader to the bounded text read from its log.
 	Logs map[string]string
 	// ClusterAPILog is what was read of the Cluster API controller leader's log; nil if not read.

@@ -37,13 +37,14 @@ func (s *Snapshot) UnreadInput(in Input) (u *UnreadError, ok bool) {
 
 // Hides says whether checks that could not read the inputs may have missed findings: unless each
 // only adds evidence to what the checks detect from the others (events, controller logs, Cluster
-// API logs), whose loss leaves the findings whole with less precise root causes. With no input
+// API logs, admission: which webhook holds a write the checks found held), whose loss leaves the
+// findings whole with less precise root causes. With no input
 // named it cannot tell, and assumes the worst. This is the one rule the scan's coverage (and so
 // its exit code) and the auditor's reports and metrics follow.
 func Hides[S ~string](inputs ...S) bool {
 	for _, in := range inputs {
 		switch Input(in) {
-		case InputEvents, InputControllerLogs, InputClusterAPILogs:
+		case InputEvents, InputControllerLogs, InputClusterAPILogs, InputAdmission:
 		default:
 			return true
 		}

@@ -6,7 +6,7 @@ import (
 )
 
 func TestHides(t *testing.T) {
-	if Hides(InputEvents, InputControllerLogs, InputClusterAPILogs) {
+	if Hides(InputEvents, InputControllerLogs, InputClusterAPILogs, InputAdmission) {
 		t.Error("inputs that only add evidence hide findings")
 	}
 	if !Hides(InputEvents, InputPods) || !Hides([]string{"objects"}...) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/collect"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/scan"
@@ -33,6 +34,19 @@ func (l *requestLog) RoundTrip(req *http.Request) (*http.Response, error) {
 	l.reqs = append(l.reqs, req.Method+" "+req.URL.Path+"?"+req.URL.RawQuery)
 	l.mu.Unlock()
 	return l.next.RoundTrip(req)
+}
+
+// loggedClients are the collector's clients for c, each request they send logged.
+func loggedClients(t testing.TB, c *testcluster.Cluster) (*requestLog, collect.Clients) {
+	t.Helper()
+	log := &requestLog{}
+	cfg := c.RESTConfig()
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { log.next = rt; return log })
+	clients, err := scan.Clients(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return log, clients
 }
 
 // matching returns the logged requests with the given method and path whose query contains all of want.
@@ -132,13 +146,7 @@ func TestCollectorReadsCandidatesAndEventsServerSide(t *testing.T) {
 	event("created", corev1.EventTypeNormal, "SuccessfulCreate", corev1.ObjectReference{Kind: kruise.KindCloneSet, Namespace: "shop",
 		Name: "web", UID: "0b5c1c0e-1111-4c3a-9d51-0e5d2f7b8a11", APIVersion: kruise.CloneSets.GroupVersion().String()})
 
-	log := &requestLog{}
-	cfg := c.RESTConfig()
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { log.next = rt; return log })
-	clients, err := scan.Clients(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log, clients := loggedClients(t, c)
 	check := pickCheck{pick: func(s *snapshot.Snapshot) []types.UID {
 		var out []types.UID
 		for _, p := range s.Pods {

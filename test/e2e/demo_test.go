@@ -86,7 +86,7 @@ func TestDemoScenarios(t *testing.T) {
 		if code != 2 {
 			t.Fatalf("kubectl workloaddoctor scan -A: exit %d, want 2\n%s\n%s", code, out, stderr)
 		}
-		for _, check := range []string{"stuck-preparing-normal", "expectations-unsatisfied", "stuck-terminating", "resize-policy-drift"} {
+		for _, check := range []string{"stuck-preparing-normal", "expectations-unsatisfied", "stuck-terminating", "resize-policy-drift", "rollout-stalled"} {
 			if !strings.Contains(out, check) {
 				t.Errorf("the table has no %s line:\n%s", check, out)
 			}

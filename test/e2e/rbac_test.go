@@ -10,6 +10,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/checktest"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/builtin"
 )
@@ -17,6 +18,8 @@ import (
 // TestScanRoleIsEnough binds only the shipped workloaddoctor-scan role (and the optional log role
 // in the OpenKruise namespace) to a user, and shows a cluster-wide scan is complete with it: every
 // check runs, nothing is skipped or degraded, and the only note is that Secrets were not listed.
+// A webhook's Service is there, so the admission input's reads (the Service, its EndpointSlices)
+// are made with the role too.
 func TestScanRoleIsEnough(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{})
 	c.InstallCRDs(t)
@@ -25,6 +28,14 @@ func TestScanRoleIsEnough(t *testing.T) {
 	createNamespace(t, c, "kruise-system")
 	createNamespace(t, c, "shop")
 	if _, err := cs.CoreV1().Pods("shop").Create(ctx, simplePod("shop", "web-0"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Services("shop").Create(ctx, checktest.WebhookServiceObject("shop", "policy"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	nowhere := checktest.NamespaceSelector(&metav1.LabelSelector{MatchLabels: map[string]string{"workloaddoctor.io/e2e": "nowhere"}})
+	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, checktest.ValidatingWebhooks("policy",
+		checktest.Webhook("policy.example.com", "shop", "policy", checktest.Rules("CREATE", "", "v1", "configmaps"), nowhere)), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -78,6 +78,8 @@ func TestStuckTerminating(t *testing.T) {
 	t.Run("finalizer owner not found: field managers are binary names", e.finalizerOwnerNotFound)
 	t.Run("finalizer owner missing only on positive evidence", e.finalizerOwnerMissingEvidence)
 	t.Run("custom resource found through discovery", e.customResource)
+	t.Run("operator uninstalled before its custom resources", e.operatorUninstalled)
+	t.Run("a webhook whose Service is gone rejects the finalizer's removal", e.webhookBlocksRemoval)
 	t.Run("cluster api paused and re-add race", e.clusterAPI)
 	t.Run("kwok stage not run", e.kwokStageNotRun)
 	t.Run("a workstation clock ahead ages nothing", e.clockAhead)

@@ -20,7 +20,8 @@ const (
 // a kubelet writes when its image cannot be pulled (ErrImagePull: Pending, waiting in
 // ImagePullBackOff), its container exits at start (CrashLoopBackOff: Running, not Ready,
 // restarted, last exit 1) or its readiness probe fails (ReadinessProbeFailing: Running, the
-// container running but not ready, and the kubelet's Unhealthy event).
+// container running but not ready, and the kubelet's Unhealthy event). A pod labelled
+// StopsAtGraceLabel stops only when its grace period runs out.
 // Node stages stay kwok's defaults.
 const Stages = `apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
@@ -105,7 +106,32 @@ apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
   name: pod-stopped
-spec:
+` + podDeleted + `      values: ['false']
+  next:
+    delete: true
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-stopped-at-grace-period
+` + podDeleted + `      values: ['true']
+  delay:
+    durationMilliseconds: 0
+    durationFrom:
+      expressionFrom: '.metadata.deletionTimestamp'
+  next:
+    delete: true
+`
+
+// StopsAtGraceLabel on a pod (value "true") has kwok stop its containers only when the pod's
+// grace period runs out, as a kubelet does for a process that ignores SIGTERM or a preStop hook
+// that takes the whole period: the pod stays Terminating, as it was, until its
+// deletionTimestamp, and is deleted then. Without it kwok stops a pod's containers at once.
+const StopsAtGraceLabel = "scenario.workloaddoctor.test/stops-at-grace-period"
+
+// podDeleted selects a pod being deleted and ends with whether it is labelled
+// StopsAtGraceLabel, whose values the stage adds.
+const podDeleted = `spec:
   resourceRef:
     apiGroup: v1
     kind: Pod
@@ -113,8 +139,8 @@ spec:
     matchExpressions:
     - key: '.metadata.deletionTimestamp'
       operator: 'Exists'
-  next:
-    delete: true
+    - key: '.metadata.labels["` + StopsAtGraceLabel + `"] == "true"'
+      operator: 'In'
 `
 
 // The pieces the starting stages share. podStarting selects a pod not being deleted that has no

@@ -32,6 +32,7 @@ func New() checks.Check {
 			{Input: snapshot.InputReplicaSets, Optional: true},
 			{Input: snapshot.InputNodes, Optional: true},
 			{Input: snapshot.InputControllerLogs, Optional: true},
+			{Input: snapshot.InputAdmission, Optional: true},
 		},
 	}, documentation)}
 }

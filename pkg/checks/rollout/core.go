@@ -131,7 +131,10 @@ func deploymentRollout(s *snapshot.Snapshot, d *appsv1.Deployment) (*rollout, bo
 		replicas = *d.Spec.Replicas
 	}
 	r := &rollout{ref: checks.Ref("apps/v1", "Deployment", &d.ObjectMeta), meta: &d.ObjectMeta, kind: "Deployment",
-		target: replicas, updated: d.Status.UpdatedReplicas, ready: min(d.Status.UpdatedReplicas, d.Status.AvailableReplicas),
+		target: replicas, updated: d.Status.UpdatedReplicas,
+		// The status counts available pods of every ReplicaSet: at least that many less the
+		// pods not on the new one are the new one's (the new ReplicaSet's own count, once read).
+		ready:           max(0, min(d.Status.UpdatedReplicas, d.Status.AvailableReplicas-(d.Status.Replicas-d.Status.UpdatedReplicas))),
 		deadlineSeconds: d.Spec.ProgressDeadlineSeconds, updating: true,
 		core: &coreRollout{dep: d, replicaFailure: failure}}
 	if deadline != nil {
@@ -142,6 +145,10 @@ func deploymentRollout(s *snapshot.Snapshot, d *appsv1.Deployment) (*rollout, bo
 	switch {
 	case newRS != nil:
 		r.update = newRS.Labels[podTemplateHashLabel]
+		if newRS.Spec.Selector != nil {
+			// Read whole: its own count (one read metadata-only has no status).
+			r.ready = newRS.Status.AvailableReplicas
+		}
 		r.creators = []creator{{kind: "ReplicaSet", meta: &newRS.ObjectMeta}}
 		for _, rs := range s.ReplicaSetsOf(d.UID) {
 			r.owned = append(r.owned, s.OwnedPodsOf(&rs.ObjectMeta, rs.Spec.Selector)...)
@@ -290,11 +297,11 @@ func daemonSetRollout(s *snapshot.Snapshot, ds *appsv1.DaemonSet) (*rollout, boo
 	byActivity(r.core.stale)
 	r.core.maxUnavailable, r.core.surge = daemonBudget(ds)
 	r.since = newestActivity(r.owned, ds.CreationTimestamp.Time)
-	update := r.update
-	if update == "" {
-		update = "of template generation " + gen
+	update := "revision " + r.update
+	if r.update == "" {
+		update = "the new template (generation " + gen + ")"
 	}
-	r.counts = fmt.Sprintf("DaemonSet %s/%s: %d of %d pods to update are on revision %s; %d of %d nodes run an available pod (maxUnavailable %d)",
+	r.counts = fmt.Sprintf("DaemonSet %s/%s: %d of %d pods to update are on %s; %d of %d nodes run an available pod (maxUnavailable %d)",
 		ds.Namespace, ds.Name, r.updated, r.target, update, st.NumberAvailable, st.DesiredNumberScheduled, r.core.maxUnavailable)
 	return r, true
 }

@@ -99,7 +99,7 @@ func TestDeploymentImagePullPastDeadline(t *testing.T) {
 		t.Fatalf("got %s on %s", f.RootCause.ID, f.Object)
 	}
 	evidenceHas(t, f, "pod api-6d4b8c7f9-x container app waits with ImagePullBackOff for image registry.example.com/api:2.0")
-	evidenceHas(t, f, "Deployment shop/api: 1 of 3 replicas are on the new ReplicaSet api-6d4b8c7f9")
+	evidenceHas(t, f, "Deployment shop/api: 1 of 3 replicas are on the new ReplicaSet api-6d4b8c7f9, 0 of them available; 3 available in all")
 	evidenceHas(t, f, "condition Progressing=False reason ProgressDeadlineExceeded")
 	if len(f.Fixes) != 0 {
 		t.Errorf("fixes %+v", f.Fixes)
@@ -294,11 +294,15 @@ func daemonSet() (*appsv1.DaemonSet, []*corev1.Pod, []*corev1.Node) {
 
 func TestDaemonSetNodesUseUpMaxUnavailable(t *testing.T) {
 	ds, pods, nodes := daemonSet()
+	// Due 20m ago with a grace period of 10m: asked 30m ago.
+	pods[3].DeletionGracePeriodSeconds = ptr(int64(600))
 	f := only(t, run(t, ct.Cluster{DaemonSets: []*appsv1.DaemonSet{ds}, Pods: pods, Nodes: nodes}, -1))
 	if f.RootCause.ID != RootCauseDaemonSetNodesUnavailable {
 		t.Fatalf("got %s: %v", f.RootCause.ID, f.RootCause.Evidence)
 	}
-	evidenceHas(t, f, "node node-4 is Ready=Unknown reason NodeStatusUnknown since 45m ago; its pod agent-d is Terminating")
+	evidenceHas(t, f, "node node-4 is Ready=Unknown reason NodeStatusUnknown since 45m ago; its pod agent-d is Terminating (deleted 30m ago)")
+	// No pod of generation 2 exists to tell its revision hash.
+	evidenceHas(t, f, "no pod of the new revision exists, and no FailedCreate event on the DaemonSet was read")
 	if !strings.Contains(f.Summary, "nodes node-4 use up its maxUnavailable") {
 		t.Errorf("summary %q", f.Summary)
 	}
@@ -359,4 +363,20 @@ func TestRefuserOf(t *testing.T) {
 			t.Errorf("%s:\n got %s %q %q", tc.msg, r.kind, r.name, r.line())
 		}
 	}
+}
+
+// A pod stuck Terminating past its grace period on a Ready node counts as unavailable too
+// (findUpdatedPodsOnNode skips it): the rollout is blocked by that pod, whose own finding says
+// why. Within its grace period it is a pod draining, by design.
+func TestDaemonSetBlockedByPodStuckTerminating(t *testing.T) {
+	ds, pods, nodes := daemonSet()
+	nodes[3] = ct.Node("node-4", ct.Ready(corev1.ConditionTrue, time.Hour))
+	f := only(t, run(t, ct.Cluster{DaemonSets: []*appsv1.DaemonSet{ds}, Pods: pods, Nodes: nodes}, -1))
+	if f.RootCause.ID != RootCauseBlockedByStuckPod || len(f.BlockedBy) != 1 || f.BlockedBy[0].Name != "agent-d" {
+		t.Fatalf("got %s blockedBy %+v", f.RootCause.ID, f.BlockedBy)
+	}
+	evidenceHas(t, f, "node node-4 is Ready; its pod agent-d is Terminating")
+	// Within its grace period.
+	ct.Deleted(-10*time.Minute, 3600)(pods[3])
+	none(t, run(t, ct.Cluster{DaemonSets: []*appsv1.DaemonSet{ds}, Pods: pods, Nodes: nodes}, -1))
 }

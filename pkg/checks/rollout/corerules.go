@@ -81,7 +81,9 @@ func daemonSetNodesUnavailable(p *pass, st *stall) (checks.Draft, bool) {
 		return checks.Draft{}, false
 	}
 	s := p.Snapshot
-	down := map[string]string{}
+	// down are the nodes that are NotReady or gone; stuck the Ready nodes whose pod is still
+	// Terminating past its grace period, which count the same.
+	down, stuck := map[string]bool{}, map[string]bool{}
 	var blocks []report.BlockRef
 	var lines []string
 	seen := map[string]bool{}
@@ -92,32 +94,52 @@ func daemonSetNodesUnavailable(p *pass, st *stall) (checks.Draft, bool) {
 		}
 		seen[string(pod.UID)] = true
 		why := nodeDown(s, pod.Spec.NodeName)
-		if why == "" || (pod.DeletionTimestamp == nil && conditionTrue(pod, corev1.PodReady)) {
+		overdue := pod.DeletionTimestamp != nil && s.Now.After(pod.DeletionTimestamp.Time)
+		switch {
+		case why != "" && (pod.DeletionTimestamp != nil || !conditionTrue(pod, corev1.PodReady)):
+			down[pod.Spec.NodeName] = true
+		case why == "" && overdue:
+			stuck[pod.Spec.NodeName] = true
+			why = "node " + pod.Spec.NodeName + " is Ready"
+		default:
 			continue
 		}
-		down[pod.Spec.NodeName] = why
 		state := "not Ready"
 		if pod.DeletionTimestamp != nil {
-			state = fmt.Sprintf("Terminating (deleted %s ago)", checks.Age(s.Now, pod.DeletionTimestamp.Time))
+			state = fmt.Sprintf("Terminating (deleted %s ago)", checks.Age(s.Now, deletionAsked(&pod.ObjectMeta)))
 			blocks = append(blocks, *podBlock(pod))
 		}
 		lines = append(lines, checks.Evidencef("%s; its pod %s is %s", why, pod.Name, state))
 	}
-	if len(down) == 0 || int32(len(down)) < r.core.maxUnavailable {
+	if len(down) == 0 && len(stuck) == 0 || int32(len(down)+len(stuck)) < r.core.maxUnavailable {
 		return checks.Draft{}, false
 	}
-	nodes := make([]string, 0, len(down))
-	for n := range down {
-		nodes = append(nodes, n)
-	}
-	sort.Strings(nodes)
 	sort.Strings(lines)
+	if len(down) == 0 {
+		// Only pods stuck Terminating on healthy nodes: their own findings say why.
+		d := st.draft(RootCauseBlockedByStuckPod, fmt.Sprintf("Pods of the DaemonSet stuck Terminating on %d node(s) count as unavailable, as many as its "+
+			"maxUnavailable (%d), so its controller replaces no pod on any other node; fix those pods through their own findings (see blockedBy).",
+			len(stuck), r.core.maxUnavailable))
+		d.Evidence = append(d.Evidence, lines...)
+		d.BlockedBy = append(blocks, d.BlockedBy...)
+		return d, true
+	}
+	nodes := sortedKeys(down)
 	d := st.draft(RootCauseDaemonSetNodesUnavailable, fmt.Sprintf("%d node(s) that are NotReady or gone (%s) hold pods of the DaemonSet that are not "+
-		"available, as many as its maxUnavailable (%d), so its controller replaces no pod on any other node. Bring the nodes back, or delete the "+
-		"Node objects of machines that are gone (their pods then go too), or raise maxUnavailable; pods stuck Terminating there have "+
-		"findings of their own.", len(nodes), strings.Join(nodes, ", "), r.core.maxUnavailable))
+		"available, which with the other unavailable nodes use up its maxUnavailable (%d), so its controller replaces no pod on any other node. "+
+		"Bring the nodes back, or delete the Node objects of machines that are gone (their pods then go too), or raise maxUnavailable; "+
+		"pods stuck Terminating there have findings of their own.", len(nodes), strings.Join(nodes, ", "), r.core.maxUnavailable))
 	d.Summary += fmt.Sprintf(": nodes %s use up its maxUnavailable", strings.Join(nodes, ", "))
 	d.Evidence = append(d.Evidence, lines...)
 	d.BlockedBy = append(blocks, d.BlockedBy...)
 	return d, true
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -59,7 +59,11 @@ func refusedCreates(s *snapshot.Snapshot, r *rollout) refusal {
 			newest = e
 		}
 	}
-	exists := fmt.Sprintf("no pod of revision %s exists", r.update)
+	// A DaemonSet's revision is known from its pods only.
+	exists := "no pod of the new revision exists"
+	if r.update != "" {
+		exists = fmt.Sprintf("no pod of revision %s exists", r.update)
+	}
 	if have > 0 {
 		exists = fmt.Sprintf("%d of the %d pods to update exist on revision %s", have, r.target, r.update)
 	}

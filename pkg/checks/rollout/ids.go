@@ -31,8 +31,9 @@ const (
 )
 
 // rootCauses are the root causes the check reports, with the severity of their findings and the
-// fixes they offer; rollout.md documents them. Only the SidecarSet in-flight leak has a write
-// that helps: every other cause needs a person (a node, an image, a hook owner, a template).
+// fixes they offer; rollout.md documents them. Only two have a write that helps: the SidecarSet
+// in-flight leak, and a StatefulSet held by a pod on a revision it no longer rolls to; every
+// other cause needs a person (a node, an image, a hook owner, a template).
 func rootCauses() []checks.RootCause {
 	return []checks.RootCause{
 		{ID: RootCauseInPlaceHookPending, Severity: report.SeverityError},
@@ -46,7 +47,7 @@ func rootCauses() []checks.RootCause {
 		{ID: RootCausePodsNotReady, Severity: report.SeverityWarning},
 		{ID: RootCauseProgressDeadline, Severity: report.SeverityWarning},
 		{ID: RootCausePodCreationRefused, Severity: report.SeverityError},
-		{ID: RootCauseStatefulSetBrokenPod, Severity: report.SeverityError},
+		{ID: RootCauseStatefulSetBrokenPod, Severity: report.SeverityError, Actions: []string{checks.ActionDeletePod}},
 		{ID: RootCauseDaemonSetNodesUnavailable, Severity: report.SeverityError},
 		{ID: RootCauseSidecarSetInFlight, Severity: report.SeverityError, Actions: []string{checks.ActionRestartControllerLeader}},
 		{ID: RootCauseSidecarSetStalled, Severity: report.SeverityWarning},

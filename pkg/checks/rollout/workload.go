@@ -165,16 +165,21 @@ func activity(p *metav1.ObjectMeta) time.Time {
 		t = lt
 	}
 	if p.DeletionTimestamp != nil {
-		// Due at deletionTimestamp: asked grace seconds before it.
-		asked := p.DeletionTimestamp.Time
-		if p.DeletionGracePeriodSeconds != nil {
-			asked = asked.Add(-time.Duration(*p.DeletionGracePeriodSeconds) * time.Second)
-		}
-		if asked.After(t) {
+		if asked := deletionAsked(p); asked.After(t) {
 			t = asked
 		}
 	}
 	return t
+}
+
+// deletionAsked is when a delete of the object was asked: a pod's deletionTimestamp is when it
+// is due, its grace period later.
+func deletionAsked(p *metav1.ObjectMeta) time.Time {
+	asked := p.DeletionTimestamp.Time
+	if p.DeletionGracePeriodSeconds != nil {
+		asked = asked.Add(-time.Duration(*p.DeletionGracePeriodSeconds) * time.Second)
+	}
+	return asked
 }
 
 // lastProgress is when the rollout last moved: the newest activity of the pods it waits on, or

@@ -38,6 +38,8 @@ func New() checks.Check {
 			{Input: snapshot.InputPersistentVolumes, Optional: true},
 			{Input: snapshot.InputDeletedServices, Optional: true},
 			{Input: snapshot.InputDeletedAttachments, Optional: true},
+			{Input: snapshot.InputAdmission, Optional: true},
+			{Input: snapshot.InputLeaderLeases, Optional: true},
 		},
 	}, documentation)}
 }

@@ -24,6 +24,9 @@ const (
 	RootCauseProtectedResourceInUse    = "protected-resource-in-use"
 	RootCauseDependentsRemaining       = "dependents-remaining"
 	RootCauseKruiseHookBypassed        = "kruise-hook-bypassed"
+	// RootCauseAdmissionWebhookUnavailable: a webhook that fails closed rejects the update that
+	// removes the finalizer.
+	RootCauseAdmissionWebhookUnavailable = "admission-webhook-unavailable"
 )
 
 // rootCauses are the root causes the check reports, with the severity of their findings and the
@@ -39,6 +42,7 @@ func rootCauses() []checks.RootCause {
 		{ID: RootCauseFinalizerReaddRace, Severity: report.SeverityError, Actions: []string{checks.ActionRemoveFinalizer}},
 		{ID: RootCauseProtectedResourceInUse, Severity: report.SeverityWarning, ChainsToRoot: true},
 		{ID: RootCauseDependentsRemaining, Severity: report.SeverityWarning, ChainsToRoot: true},
+		{ID: RootCauseAdmissionWebhookUnavailable, Severity: report.SeverityError},
 		{ID: RootCauseFinalizerOwnerMissing, Severity: report.SeverityError, Actions: []string{checks.ActionRemoveFinalizer}},
 		{ID: RootCauseFinalizerOwnerNotActing, Severity: report.SeverityWarning},
 		{ID: RootCauseKubeletKillFailing, Severity: report.SeverityError},

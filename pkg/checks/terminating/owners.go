@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/knowledge"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
@@ -69,7 +67,7 @@ func (c *ownerCache) get() []finalizerOwner {
 	if !c.done {
 		c.done = true
 		for _, f := range c.subj.meta.GetFinalizers() {
-			c.owners = append(c.owners, c.a.resolveOwner(c.subj.meta, f))
+			c.owners = append(c.owners, c.a.resolveOwner(c.subj, f))
 		}
 	}
 	return c.owners
@@ -90,8 +88,10 @@ func (c *ownerCache) missing() []finalizerOwner {
 // manager that added it (metadata.managedFields). A field manager's name is the writer's binary
 // name (docs/domain.md, "Stuck deletion"): a workload named like it is a candidate owner, but
 // none named like it is no evidence that the owner is gone. Only a known owner whose workload is
-// absent from a search of every namespace is declared missing.
-func (a *pass) resolveOwner(m metav1.Object, fin string) finalizerOwner {
+// absent from a search of every namespace is declared missing, or the operator of a custom
+// resource whose leader Lease proves it uninstalled (operatorFromLease).
+func (a *pass) resolveOwner(subj subject, fin string) finalizerOwner {
+	m := subj.meta
 	o := finalizerOwner{Finalizer: fin}
 	mgrs := managerNames(finalizerManagers(m, fin))
 	row, known := knowledge.LookupFinalizer(fin)
@@ -146,6 +146,15 @@ func (a *pass) resolveOwner(m metav1.Object, fin string) finalizerOwner {
 		o.setFromWorkloads(ws)
 		o.Where = "named like the field manager: " + o.Where
 		return o
+	}
+	if !known && subj.group != "" {
+		if a.operatorFromLease(&o, subj.group) || o.State == ownerRunning {
+			o.How += "; " + o.Owner
+			return o
+		}
+		if o.Where != "" {
+			notes = append(notes, o.Where)
+		}
 	}
 	where, everywhere := a.searched()
 	if locatable && everywhere {

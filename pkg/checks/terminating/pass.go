@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
@@ -29,15 +30,19 @@ type pass struct {
 	allWorkloads []workload
 	// progress memoizes progressing (held.go) by UID.
 	progress map[types.UID]bool
+	// failing are the webhooks that reject what they are called for, judged once (webhooks.go).
+	failing *failingWebhooks
 }
 
 // subject is the object a finding is about, whatever its resource.
 type subject struct {
 	ref  report.ObjectRef
 	kind string
-	// group is the object's API group ("" for the core group).
-	group string
-	meta  metav1.Object
+	// group is the object's API group ("" for the core group); resource the resource it is
+	// written through.
+	group    string
+	resource schema.GroupVersionResource
+	meta     metav1.Object
 	// noun is how summaries name the state: "Terminating" for pods, "Deleting" otherwise.
 	noun string
 }
@@ -67,6 +72,7 @@ var podRules = []checks.Rule[*pass, *target]{
 	// finalizers matter only once it has, so it comes before them.
 	(*pass).kubeletKillFailing,
 	(*pass).jobTracking,
+	(*pass).webhookBlocksRemoval,
 	(*pass).finalizerOwners,
 }
 
@@ -77,6 +83,7 @@ var objectRules = []checks.Rule[*pass, *target]{
 	(*pass).heldByCondition,
 	(*pass).loadBalancerCleanup,
 	(*pass).volumeDetach,
+	(*pass).webhookBlocksRemoval,
 	(*pass).finalizerOwners,
 }
 
@@ -156,7 +163,7 @@ func (a *pass) finish(subj subject, since time.Time, f checks.Draft, node string
 }
 
 func podSubject(p *corev1.Pod) subject {
-	return subject{ref: checks.Ref("v1", "Pod", p), kind: "Pod", meta: p, noun: "Terminating"}
+	return subject{ref: checks.Ref("v1", "Pod", p), kind: "Pod", meta: p, noun: "Terminating", resource: corev1.SchemeGroupVersion.WithResource("pods")}
 }
 
 // pod diagnoses one pod.
@@ -198,7 +205,8 @@ func (a *pass) object(o snapshot.Object) (report.Finding, bool) {
 	if !due {
 		return report.Finding{}, false
 	}
-	subj := subject{ref: checks.Ref(o.APIVersion(), o.Kind, o.Meta), kind: o.Kind, group: o.Resource.Group, meta: o.Meta, noun: "Deleting"}
+	subj := subject{ref: checks.Ref(o.APIVersion(), o.Kind, o.Meta), kind: o.Kind, group: o.Resource.Group, meta: o.Meta, noun: "Deleting",
+		resource: o.Resource}
 	if a.progressing(subj) {
 		return report.Finding{}, false
 	}

@@ -1,0 +1,151 @@
+package terminating
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/admission"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+)
+
+// failingWebhooks are the webhooks that reject every request they are called for: failurePolicy
+// Fail and a backend that cannot answer. blocked counts, per webhook, the objects being deleted
+// whose finalizer removal it is called for: how far its outage reaches.
+type failingWebhooks struct {
+	hooks   []failingWebhook
+	blocked map[string][]string
+}
+
+type failingWebhook struct {
+	hook    admission.Webhook
+	backend admission.Backend
+}
+
+// failingHooks judges every webhook's backend once per run: failures quoted in Warning events
+// (`failed calling webhook "NAME"`) count with what the Services and EndpointSlices show.
+func (a *pass) failingHooks() *failingWebhooks {
+	if a.failing != nil {
+		return a.failing
+	}
+	a.failing = &failingWebhooks{blocked: map[string][]string{}}
+	var failures []string
+	for _, e := range a.s.Events {
+		if e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "failed calling webhook") {
+			failures = append(failures, e.Message)
+		}
+	}
+	for _, w := range admission.Webhooks(a.s.Admission.ValidatingWebhooks, a.s.Admission.MutatingWebhooks) {
+		if !w.FailsClosed() {
+			continue
+		}
+		if b := admission.WebhookBackend(w, a.s, failures); b.State == admission.Unavailable {
+			a.failing.hooks = append(a.failing.hooks, failingWebhook{hook: w, backend: b})
+		}
+	}
+	if len(a.failing.hooks) > 0 {
+		a.countBlocked()
+	}
+	return a.failing
+}
+
+// removalBlockedBy returns the failing webhook called for the update that removes a finalizer
+// of the object (a PATCH of its metadata, admitted as UPDATE of the object itself), with how it
+// matched. A webhook whose matchConditions decide is returned too: it is called unless they
+// exclude the object, which the match says.
+func (a *pass) removalBlockedBy(res schema.GroupVersionResource, m metav1.Object) (failingWebhook, admission.Match, bool) {
+	if res.Resource == "" || len(m.GetFinalizers()) == 0 {
+		return failingWebhook{}, admission.Match{}, false
+	}
+	var nsLabels map[string]string
+	if ns := m.GetNamespace(); ns != "" {
+		if n, ok := a.s.Namespace(ns); ok {
+			nsLabels = n.Labels
+		}
+	}
+	req := admission.Update(res, m, nsLabels)
+	for _, f := range a.failing.hooks {
+		if match := admission.Matches(f.hook, req); match.Verdict == admission.Matched || match.Verdict == admission.Conditional {
+			return f, match, true
+		}
+	}
+	return failingWebhook{}, admission.Match{}, false
+}
+
+// countBlocked counts, for each failing webhook, the objects being deleted that it holds.
+func (a *pass) countBlocked() {
+	add := func(res schema.GroupVersionResource, kind string, m metav1.Object) {
+		if f, _, ok := a.removalBlockedBy(res, m); ok {
+			key := f.hook.String()
+			a.failing.blocked[key] = append(a.failing.blocked[key], kind+" "+objectName(m))
+		}
+	}
+	for _, p := range a.pods() {
+		if p.DeletionTimestamp != nil {
+			add(corev1.SchemeGroupVersion.WithResource("pods"), "Pod", p)
+		}
+	}
+	for _, o := range a.s.Objects {
+		if o.Meta != nil && o.Meta.DeletionTimestamp != nil {
+			add(o.Resource, o.Kind, o.Meta)
+		}
+	}
+}
+
+func objectName(m metav1.Object) string {
+	if m.GetNamespace() == "" {
+		return m.GetName()
+	}
+	return m.GetNamespace() + "/" + m.GetName()
+}
+
+// webhookBlocksRemoval: the finalizer's owner removes it with an UPDATE of the object, and an
+// admission webhook with failurePolicy Fail is called for that update while its backend cannot
+// answer, so the apiserver rejects it: `failed calling webhook` (dispatcher.go, Dispatch, in
+// k8s.io/apiserver pkg/admission/plugin/webhook/validating and mutating, v1.37.1). The owner is
+// not at fault, and removing the finalizer by hand is the same rejected write: no fix. The
+// webhook configuration is the root in blockedBy.
+func (a *pass) webhookBlocksRemoval(t *target) (checks.Draft, bool) {
+	if len(a.failingHooks().hooks) == 0 {
+		return checks.Draft{}, false
+	}
+	f, match, ok := a.removalBlockedBy(t.resource, t.meta)
+	if !ok {
+		return checks.Draft{}, false
+	}
+	w := f.hook
+	fins := strings.Join(t.meta.GetFinalizers(), ", ")
+	ev := []string{checks.Evidencef("the update that removes finalizer %s is sent to %s (failurePolicy Fail): rule %s", fins, w, match.Rule)}
+	if match.Verdict == admission.Conditional {
+		ev = append(ev, checks.Evidencef("unless its matchConditions exclude this object (not evaluated here): %s", strings.Join(match.Conditions, "; ")))
+	}
+	ev = append(ev, f.backend.Evidence...)
+	blocked := a.failing.blocked[w.String()]
+	sort.Strings(blocked)
+	ev = append(ev, checks.Evidencef("%d object(s) being deleted are held behind this webhook: %s", len(blocked), strings.Join(firstN(blocked, 5), ", ")))
+	ev = append(ev, a.warningEvents(t.kind, t.meta, 3)...)
+	return checks.Draft{
+		RootCause: RootCauseAdmissionWebhookUnavailable,
+		Summary: fmt.Sprintf("%s for %s: webhook %s rejects the update that removes finalizer %s (%s)", t.noun,
+			checks.Age(a.now, t.meta.GetDeletionTimestamp().Time), w.Name, fins, f.backend.Reason),
+		Message: fmt.Sprintf("Whoever owns finalizer %s removes it with an update of the object, and every such update is sent to %s, "+
+			"whose backend cannot answer: %s. With failurePolicy Fail the apiserver rejects the update, so the deletion cannot finish, "+
+			"and removing the finalizer by hand is rejected the same way. Restore the webhook's backend (its Service and the pods behind "+
+			"it); if what installed the webhook is gone for good, delete the %s %s, once you are sure the control it enforced is no "+
+			"longer wanted.", fins, w, f.backend.Reason, w.Kind, w.Config),
+		Evidence:  ev,
+		BlockedBy: []report.BlockRef{{APIVersion: "admissionregistration.k8s.io/v1", Kind: w.Kind, Name: w.Config}},
+	}, true
+}
+
+func firstN(items []string, n int) []string {
+	if len(items) <= n {
+		return items
+	}
+	return append(items[:n:n], fmt.Sprintf("and %d more", len(items)-n))
+}
