@@ -31,6 +31,9 @@ type config struct {
 	workers int
 	out     string
 	plugin  string
+	// compare, when set, is a second plugin binary measured the same way at each size, its scans
+	// alternating with the plugin's.
+	compare string
 	timeout time.Duration
 	keep    bool
 	// baselineLimit caps kubectl's address space, in bytes.
@@ -53,6 +56,7 @@ func main() {
 	flag.IntVar(&cfg.workers, "workers", 32, "Concurrent writes while seeding.")
 	flag.StringVar(&cfg.out, "out", "bench/RESULTS.md", "Markdown file the results are written to (empty: stdout only).")
 	flag.StringVar(&cfg.plugin, "plugin", "bin/kubectl-workloaddoctor", "The plugin binary to measure (make build).")
+	flag.StringVar(&cfg.compare, "compare-plugin", "", "A second plugin binary (say, an earlier build) whose scan is measured in the same runs, alternating with the plugin's, and compared with it.")
 	flag.DurationVar(&cfg.timeout, "timeout", 3*time.Hour, "Upper bound of the whole benchmark.")
 	limitGiB := flag.Float64("baseline-limit", 12, "Address-space cap of the kubectl baseline in GiB (0: none); above it kubectl fails and is reported as such.")
 	flag.IntVar(&cfg.auditCycles, "audit-cycles", 0, "Also run `audit -A --reports none` for this many cycles at each size and report its memory and requests per cycle (0: not).")

@@ -26,7 +26,9 @@ type runner struct {
 	kubeconfig string
 	kubectl    string
 	plugin     string
-	home       string
+	// compare is the second plugin binary of -compare-plugin; "" when none.
+	compare string
+	home    string
 	// rawKubeconfig is kubeconfig with compression disabled, to count uncompressed bytes.
 	rawKubeconfig string
 	// baselineLimit caps the baseline's address space (bytes, 0: none), so a kubectl that needs
@@ -109,19 +111,24 @@ func (r *runner) baseline(ctx context.Context) (sample, error) {
 
 // scan runs the plugin, its report to out (nil: discarded).
 func (r *runner) scan(ctx context.Context, out *os.File, extra ...string) (sample, error) {
-	return r.scanWith(ctx, out, r.kubeconfig, extra...)
+	return r.scanWith(ctx, r.plugin, out, r.kubeconfig, extra...)
+}
+
+// scanCompared runs the -compare-plugin binary the same way.
+func (r *runner) scanCompared(ctx context.Context, out *os.File) (sample, error) {
+	return r.scanWith(ctx, r.compare, out, r.kubeconfig)
 }
 
 // scanRaw runs the scan without gzip (disable-compression in its kubeconfig, as --disable-compression), so the
 // apiserver's byte counts are the uncompressed payload.
 func (r *runner) scanRaw(ctx context.Context) (sample, error) {
-	return r.scanWith(ctx, nil, r.rawKubeconfig)
+	return r.scanWith(ctx, r.plugin, nil, r.rawKubeconfig)
 }
 
-// scanWith runs `scan -A -o json` with kubeconfig; exit 2 (findings at or above --fail-on) is a
+// scanWith runs bin's `scan -A -o json` with kubeconfig; exit 2 (findings at or above --fail-on) is a
 // successful scan.
-func (r *runner) scanWith(ctx context.Context, out *os.File, kubeconfig string, extra ...string) (sample, error) {
-	s, err := r.command(ctx, out, kubeconfig, r.plugin, append([]string{"scan", "-A", "-o", "json"}, extra...)...)
+func (r *runner) scanWith(ctx context.Context, bin string, out *os.File, kubeconfig string, extra ...string) (sample, error) {
+	s, err := r.command(ctx, out, kubeconfig, bin, append([]string{"scan", "-A", "-o", "json"}, extra...)...)
 	if err == nil && s.exit != 0 && s.exit != 2 {
 		err = fmt.Errorf("scan exited %d", s.exit)
 	}

@@ -38,6 +38,8 @@ type apiReads struct {
 	// writes are the requests of any verb but GET, LIST and WATCH: none of a scan's, so, while
 	// one runs, the control plane's own (the apiserver renews its identity Lease every 10 s).
 	writes int64
+	// byKey and bytesByKey are the requests and bytes by "verb resource subresource".
+	byKey, bytesByKey map[string]int64
 }
 
 // metrics is a scrape of the counters apiReads is computed from.
@@ -97,7 +99,7 @@ func parseLabels(s string) map[string]string {
 // (discovery, /version) count too, less the earlier scrape itself, which is recorded after it
 // answered.
 func (m metrics) since(before metrics) apiReads {
-	var r apiReads
+	r := apiReads{byKey: map[string]int64{}, bytesByKey: map[string]int64{}}
 	for k, v := range m.requests {
 		n := int64(v - before.requests[k] + 0.5)
 		parts := strings.SplitN(k, " ", 3)
@@ -108,6 +110,7 @@ func (m metrics) since(before metrics) apiReads {
 			continue
 		}
 		r.requests += n
+		r.byKey[k] += n
 		switch parts[0] {
 		case "GET", "LIST", "WATCH":
 		default:
@@ -129,6 +132,7 @@ func (m metrics) since(before metrics) apiReads {
 			continue
 		}
 		r.bytes += n
+		r.bytesByKey[k] += n
 		if parts := strings.SplitN(k, " ", 3); parts[1] == "pods" && parts[2] == "" {
 			r.podBytes += n
 		}

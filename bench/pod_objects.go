@@ -21,9 +21,9 @@ func templateAnnotations() map[string]string {
 	}
 }
 
-// podSpec is a typical two-container pod: an application and a proxy sidecar, with env, ports,
-// probes, resources and the projected service-account token volume the apiserver would add.
-func podSpec(gr group, node string) corev1.PodSpec {
+// podSpec is a typical two-container pod: an application (image) and a proxy sidecar, with env,
+// ports, probes, resources and the projected service-account token volume the apiserver would add.
+func podSpec(gr group, node, image string) corev1.PodSpec {
 	quantity := resource.MustParse
 	app := gr.labels["app.kubernetes.io/name"]
 	env := []corev1.EnvVar{
@@ -46,7 +46,7 @@ func podSpec(gr group, node string) corev1.PodSpec {
 		NodeName: node,
 		Containers: []corev1.Container{
 			{
-				Name: "app", Image: "registry.example.com/shop/app:v2.14.3", Args: []string{"--config=/etc/app/config.yaml", "--listen=:8080"},
+				Name: "app", Image: image, Args: []string{"--config=/etc/app/config.yaml", "--listen=:8080"},
 				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}, {Name: "metrics", ContainerPort: 9090, Protocol: corev1.ProtocolTCP}},
 				Env:   env,
 				Resources: corev1.ResourceRequirements{
@@ -96,8 +96,9 @@ func podSpec(gr group, node string) corev1.PodSpec {
 	}
 }
 
-// podStatus is what a kubelet reports for a running pod.
-func podStatus(p *corev1.Pod, i int, started time.Time) corev1.PodStatus {
+// podStatus is what a kubelet reports for a pod running since started, its app container in
+// state.
+func podStatus(p *corev1.Pod, i int, started time.Time, state podState) corev1.PodStatus {
 	at := metav1.NewTime(started)
 	ip := podIP(i)
 	hostIP := fmt.Sprintf("10.0.%d.%d", (i%nodes)/256, (i%nodes)%256)
@@ -119,9 +120,44 @@ func podStatus(p *corev1.Pod, i int, started time.Time) corev1.PodStatus {
 	if len(p.Spec.ReadinessGates) > 0 {
 		conds = append(conds, cond(kruise.ConditionInPlaceReady))
 	}
-	return corev1.PodStatus{
+	st := corev1.PodStatus{
 		Phase: corev1.PodRunning, Conditions: conds, HostIP: hostIP, HostIPs: []corev1.HostIP{{IP: hostIP}},
 		PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}, StartTime: &at, QOSClass: corev1.PodQOSBurstable,
 		ContainerStatuses: []corev1.ContainerStatus{cs(p.Spec.Containers[0], int32(i%3)), cs(p.Spec.Containers[1], 0)},
 	}
+	if state == podRunning {
+		return st
+	}
+	// The app container is not ready, and so neither is the pod (kubelet's generateAPIPodStatus
+	// and getPhase, pkg/kubelet/kubelet_pods.go): a container waiting to be created for the first
+	// time leaves the pod Pending; one waiting to restart leaves it Running.
+	app := &st.ContainerStatuses[0]
+	app.Ready, app.Started, app.Resources = false, ptr.To(false), nil
+	for c := range st.Conditions {
+		if t := st.Conditions[c].Type; t == corev1.PodReady || t == corev1.ContainersReady {
+			st.Conditions[c].Status, st.Conditions[c].Reason = corev1.ConditionFalse, "ContainersNotReady"
+			st.Conditions[c].Message = "containers with unready status: [app]"
+		}
+	}
+	switch state {
+	case podImagePullBackOff:
+		st.Phase = corev1.PodPending
+		app.ImageID, app.ContainerID, app.RestartCount, app.VolumeMounts = "", "", 0, nil
+		app.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff",
+			Message: fmt.Sprintf("Back-off pulling image %q: ErrImagePull: %s", app.Image, pullError(app.Image))}}
+	case podCrashLoop:
+		app.RestartCount = 12
+		app.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
+			Message: fmt.Sprintf("back-off 5m0s restarting failed container=app pod=%s_%s(%s)", p.Name, p.Namespace, p.UID)}}
+		app.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
+			StartedAt: metav1.NewTime(started.Add(40 * time.Minute)), FinishedAt: metav1.NewTime(started.Add(40*time.Minute + 2*time.Second)),
+			ContainerID: app.ContainerID}}
+	}
+	return st
+}
+
+// pullError is the registry's answer for an image it does not have, as containerd reports it.
+func pullError(image string) string {
+	return fmt.Sprintf("rpc error: code = NotFound desc = failed to pull and unpack image %q: failed to resolve reference %q: %s: not found",
+		image, image, image)
 }

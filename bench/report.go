@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"sort"
 	"strconv"
@@ -207,6 +206,7 @@ func writeResults(cfg config, serverVersion string, results []result) error {
 		}
 	}
 
+	writeComparison(&b, cfg, results)
 	writeAudit(&b, results)
 
 	w("\n## Population and findings\n\n")
@@ -219,11 +219,15 @@ func writeResults(cfg config, serverVersion string, results []result) error {
 		w("\nCoverage notes of the last scan: %s.\n", strings.Join(results[n-1].summary.gaps, "; "))
 	}
 	w("\nThe cluster grows from one size to the next. Population per %d pods: %d namespaces and %d nodes (%d of them NotReady) throughout; "+
-		"pods in groups of %d owned by a ReplicaSet or (one group in %d) an OpenKruise CloneSet with a preNormal hook; "+
+		"pods in groups of %d, each group one workload: (one group in %d) an OpenKruise CloneSet with a preNormal hook; (one in %d each) a StatefulSet, "+
+		"and a DaemonSet on a pool of %d nodes; the others a Deployment with its ReplicaSet; "+
 		"two containers with env, ports, probes, resources and a projected token volume, status written by the status subresource; "+
 		"one pod in %d stuck (Terminating behind an unowned finalizer, Terminating on a dead node, or PreparingNormal); one CloneSet in %d "+
-		"with a spec its controller never observed; a Warning event for one pod in %d and a Normal one for one in %d.\n",
-		groupSize*1000, namespaces, nodes, deadNodes, groupSize, cloneSetEvery, stuckEvery, frozenEvery, warningEvery, normalEvery)
+		"with a spec its controller never observed; one Deployment in %d stalled (ProgressDeadlineExceeded, its new ReplicaSet's pods in ImagePullBackOff), "+
+		"one StatefulSet and one DaemonSet in %d stalled (a pod of the new revision crash-looping; every other such StatefulSet's template since moved on to a third revision); "+
+		"a Warning event for one pod in %d and a Normal one for one in %d.\n",
+		groupSize*1000, namespaces, nodes, deadNodes, groupSize, cloneSetEvery, setsEvery, groupSize, stuckEvery, frozenEvery,
+		stalledDeploymentEvery, stalledSetEvery, warningEvery, normalEvery)
 
 	out := b.String()
 	fmt.Print("\n" + out)
@@ -259,13 +263,4 @@ func machine() string {
 		}
 	}
 	return fmt.Sprintf("%d cores (%s), %s, %s/%s, %s", runtime.NumCPU(), model, mem, runtime.GOOS, runtime.GOARCH, runtime.Version())
-}
-
-// pluginVersion is the plugin binary's `version` output, first line.
-func pluginVersion(bin string) string {
-	out, err := exec.Command(bin, "version").Output()
-	if err != nil {
-		return bin
-	}
-	return "`" + strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0]) + "`"
 }

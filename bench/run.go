@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/dynamic"
@@ -31,6 +32,10 @@ type result struct {
 	baselineRaw int64
 	// audit is the auditor's run, when -audit-cycles asked for one.
 	audit auditResult
+	// compared are the -compare-plugin's scans, run alternately with scan, and
+	// comparedSummary what its warm-up scan found.
+	compared        []sample
+	comparedSummary scanSummary
 }
 
 // run starts the control plane, seeds it size by size, and measures and writes the results at
@@ -45,7 +50,15 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	for _, bin := range []string{kubectl, plugin} {
+	bins := []string{kubectl, plugin}
+	compare := ""
+	if cfg.compare != "" {
+		if compare, err = filepath.Abs(cfg.compare); err != nil {
+			return err
+		}
+		bins = append(bins, compare)
+	}
+	for _, bin := range bins {
 		if fi, err := os.Stat(bin); err != nil || fi.IsDir() {
 			return fmt.Errorf("%s is missing: run `make build tools` first", bin)
 		}
@@ -109,7 +122,7 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 	defer os.RemoveAll(home)
-	r := &runner{kube: kube, restConfig: cluster.RESTConfig(), kubeconfig: cluster.Kubeconfig, kubectl: kubectl, plugin: plugin, home: home,
+	r := &runner{kube: kube, restConfig: cluster.RESTConfig(), kubeconfig: cluster.Kubeconfig, kubectl: kubectl, plugin: plugin, compare: compare, home: home,
 		baselineLimit: cfg.baselineLimit, rawKubeconfig: filepath.Join(home, "raw.kubeconfig")}
 	if err := writeRawKubeconfig(cluster.Kubeconfig, r.rawKubeconfig); err != nil {
 		return fmt.Errorf("write kubeconfig without compression: %w", err)
@@ -165,6 +178,22 @@ func measure(ctx context.Context, cfg config, r *runner, res *result) error {
 		return err
 	}
 	logf("%d pods: warm-up scan: %d findings (%s), coverage complete: %v", res.pods, res.summary.findings, res.summary, res.summary.complete)
+	if r.compare != "" {
+		if err := out.Truncate(0); err != nil {
+			return err
+		}
+		if _, err := out.Seek(0, 0); err != nil {
+			return err
+		}
+		if _, err := r.scanCompared(ctx, out); err != nil {
+			return fmt.Errorf("warm-up scan of %s: %w", r.compare, err)
+		}
+		if res.comparedSummary, err = summarize(out.Name()); err != nil {
+			return err
+		}
+		logf("%d pods: warm-up scan of %s: %d findings (%s), coverage complete: %v", res.pods, r.compare, res.comparedSummary.findings,
+			res.comparedSummary, res.comparedSummary.complete)
+	}
 	for i := range cfg.runs {
 		steps := []func() error{
 			func() error {
@@ -206,8 +235,18 @@ func measure(ctx context.Context, cfg config, r *runner, res *result) error {
 				return err
 			},
 		}
+		if r.compare != "" {
+			steps = append(steps, func() error {
+				s, err := r.scanCompared(ctx, nil)
+				res.compared = append(res.compared, s)
+				logf("%d pods, run %d: %s scan -A -o json: %s, %s peak RSS, %d requests", res.pods, i+1, r.compare, s.wall.Round(time.Millisecond), mib(s.maxRSS), s.reads.requests)
+				return err
+			})
+		}
+		// Alternate which goes first; the plugin's scan stays next to its floor, and the
+		// compared scan runs right after it in one run and right before it in the next.
 		if i%2 == 1 {
-			steps[0], steps[1] = steps[1], steps[0]
+			slices.Reverse(steps)
 		}
 		for _, step := range steps {
 			if err := step(); err != nil {

@@ -15,16 +15,26 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// The population's fixed shape. Pods come in groups of groupSize, each group owned by one
-// ReplicaSet or CloneSet in one namespace; groups are spread round-robin over the namespaces.
+// The population's fixed shape. Pods come in groups of groupSize, each group one workload in one
+// namespace (a Deployment, a CloneSet, a StatefulSet or a DaemonSet); groups are spread
+// round-robin over the namespaces.
 const (
 	namespaces = 1000
 	nodes      = 500
 	// deadNodes are the first nodes: NotReady, heartbeat an hour old, as after a kubelet died.
 	deadNodes = 5
 	groupSize = 20
-	// Every cloneSetEvery-th group is a CloneSet; the others are ReplicaSets (Deployments' pods).
+	// Nodes are labelled in pools of groupSize (poolLabel); a DaemonSet runs on one pool. Pool 0
+	// holds the dead nodes and runs none.
+	poolLabel = "example.com/node-pool"
+	// Every cloneSetEvery-th group is a CloneSet. Of every setsEvery groups one is a StatefulSet and
+	// one a DaemonSet; the others are Deployments, each with its ReplicaSet.
 	cloneSetEvery = 4
+	setsEvery     = 40
+	// One Deployment in stalledDeploymentEvery, and one StatefulSet and one DaemonSet in
+	// stalledSetEvery, has a rollout stuck the way its controller leaves it.
+	stalledDeploymentEvery = 100
+	stalledSetEvery        = 10
 	// One pod in stuckEvery is stuck in a state a check diagnoses.
 	stuckEvery  = 200
 	stuckOffset = 7

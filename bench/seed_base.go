@@ -85,7 +85,7 @@ func (s *seeder) node(ctx context.Context, i int) error {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 			"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
 			"node.kubernetes.io/instance-type": "m6i.4xlarge", "topology.kubernetes.io/zone": "zone-" + strconv.Itoa(i%3),
-			"topology.kubernetes.io/region": "region-1",
+			"topology.kubernetes.io/region": "region-1", poolLabel: poolName(i / groupSize),
 		}, Annotations: map[string]string{"node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
 		Spec: corev1.NodeSpec{PodCIDR: fmt.Sprintf("10.%d.%d.0/24", 64+i/256, i%256), Taints: taints},
 	}

@@ -26,17 +26,21 @@ const (
 )
 
 func stuckOf(gr group, i int) stuckKind {
-	// The 8th pod of every 10th group: half of those groups are CloneSets.
+	// The 8th pod of every 10th group: half of those groups are CloneSets, the others
+	// Deployments.
 	if i%stuckEvery != stuckOffset {
 		return notStuck
 	}
-	if gr.cloneSet {
+	switch gr.kind {
+	case kindCloneSet:
 		return stuckPreparingNormal
+	case kindDeployment:
+		if (i/stuckEvery)%2 == 0 {
+			return stuckFinalizer
+		}
+		return stuckDeadNode
 	}
-	if (i/stuckEvery)%2 == 0 {
-		return stuckFinalizer
-	}
-	return stuckDeadNode
+	return notStuck
 }
 
 // seedPod creates pod i, the k-th of its group, with its status and events, and deletes it when
@@ -47,17 +51,18 @@ func (s *seeder) seedPod(ctx context.Context, gr group, i, k int) error {
 	if stuck == stuckDeadNode {
 		node = nodeName(i % deadNodes)
 	}
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: gr.ns, Labels: map[string]string{}, Annotations: templateAnnotations(),
-			OwnerReferences: []metav1.OwnerReference{gr.owner}},
-		Spec: podSpec(gr, node),
-	}
-	for k, v := range gr.labels {
-		p.Labels[k] = v
-	}
 	created := s.base.Add(-time.Duration(i%7200) * time.Second)
-	manager := managerKCM
-	if gr.cloneSet {
+	var p *corev1.Pod
+	manager, state := managerKCM, podRunning
+	if gr.kind == kindCloneSet {
+		p = &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: gr.ns, Labels: map[string]string{}, Annotations: templateAnnotations(),
+				OwnerReferences: []metav1.OwnerReference{gr.owner}},
+			Spec: podSpec(gr, node, appImage),
+		}
+		for k, v := range gr.labels {
+			p.Labels[k] = v
+		}
 		manager = managerKruise
 		id := hash10(fmt.Sprintf("%s-%d", gr.name, k))[:5]
 		p.Name = gr.name + "-" + id
@@ -72,7 +77,13 @@ func (s *seeder) seedPod(ctx context.Context, gr group, i, k int) error {
 			p.Labels[kruise.LabelLifecycleState] = kruise.StatePreparingNormal
 		}
 	} else {
-		p.Name = gr.name + "-" + hash10(fmt.Sprintf("%s-%d", gr.name, k))[:5]
+		m := gr.members[k]
+		p = memberPod(gr, m, node)
+		state = m.state
+		if state != podRunning {
+			// The pods of a stalled rollout were created when it started.
+			created = s.base.Add(-45 * time.Minute)
+		}
 	}
 	p.Annotations["cni.projectcalico.org/podIP"] = podIP(i) + "/32"
 	p.Annotations["cni.projectcalico.org/containerID"] = sha64(p.Name)
@@ -91,7 +102,7 @@ func (s *seeder) seedPod(ctx context.Context, gr group, i, k int) error {
 		return nil // from an earlier run
 	}
 	s.created.Add(1)
-	live.Status = podStatus(live, i, created)
+	live.Status = podStatus(live, i, created, state)
 	if err := retry(ctx, func() (err error) {
 		live, err = pods.UpdateStatus(ctx, live, metav1.UpdateOptions{FieldManager: managerKubelet})
 		return err
@@ -99,7 +110,7 @@ func (s *seeder) seedPod(ctx context.Context, gr group, i, k int) error {
 		return fmt.Errorf("status: %w", err)
 	}
 	s.created.Add(1)
-	if err := s.podEvents(ctx, live, i); err != nil {
+	if err := s.podEvents(ctx, live, i, state); err != nil {
 		return err
 	}
 	switch stuck {
@@ -122,13 +133,46 @@ func (s *seeder) seedPod(ctx context.Context, gr group, i, k int) error {
 	return nil
 }
 
+// memberPod is a core workload's pod as its controller creates it from the template of its
+// revision (GetPodFromTemplate, pkg/controller/controller_utils.go) and the scheduler places it on
+// node, or on the node a DaemonSet pod is pinned to.
+func memberPod(gr group, m member, node string) *corev1.Pod {
+	t := m.template.DeepCopy()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: m.name, Namespace: gr.ns, Labels: t.Labels, Annotations: t.Annotations,
+		OwnerReferences: []metav1.OwnerReference{m.owner}}, Spec: t.Spec}
+	for k, v := range m.labels {
+		p.Labels[k] = v
+	}
+	p.Spec.NodeName = node
+	if m.node != "" {
+		p.Spec.NodeName = m.node
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{
+				{Key: metav1.ObjectNameField, Operator: corev1.NodeSelectorOpIn, Values: []string{m.node}}}}}}}}
+	}
+	if m.subdomain != "" {
+		p.Spec.Hostname, p.Spec.Subdomain = m.name, m.subdomain
+	}
+	return p
+}
+
 func podIP(i int) string { return fmt.Sprintf("10.%d.%d.%d", 64+(i>>16)&63, (i>>8)&255, i&255) }
 
 // podEvents writes the events a kubelet would have emitted about the pod, at the population's
-// rates: Warnings (probe failures, back-offs, mounts) and Normal ones (pulls, starts).
-func (s *seeder) podEvents(ctx context.Context, p *corev1.Pod, i int) error {
+// rates: Warnings (probe failures, back-offs, mounts) and Normal ones (pulls, starts); and, for a
+// pod whose app cannot start, its Warnings about that.
+func (s *seeder) podEvents(ctx context.Context, p *corev1.Pod, i int, state podState) error {
 	type ev struct{ typ, reason, msg string }
 	var evs []ev
+	switch image := p.Spec.Containers[0].Image; state {
+	case podImagePullBackOff:
+		evs = append(evs, ev{corev1.EventTypeWarning, "Failed", fmt.Sprintf("Failed to pull image %q: %s", image, pullError(image))},
+			ev{corev1.EventTypeWarning, "Failed", "Error: ErrImagePull"},
+			ev{corev1.EventTypeWarning, "BackOff", fmt.Sprintf("Back-off pulling image %q", image)},
+			ev{corev1.EventTypeWarning, "Failed", "Error: ImagePullBackOff"})
+	case podCrashLoop:
+		evs = append(evs, ev{corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container app in pod " + p.Name + "_" + p.Namespace + "(" + string(p.UID) + ")"})
+	}
 	if i%warningEvery == 3 {
 		evs = append(evs, []ev{
 			{corev1.EventTypeWarning, "Unhealthy", "Readiness probe failed: HTTP probe failed with statuscode: 503"},

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -16,32 +15,89 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 )
 
+// kind is the kind of workload a group of pods belongs to.
+type kind int
+
+const (
+	kindDeployment kind = iota
+	kindCloneSet
+	kindStatefulSet
+	kindDaemonSet
+)
+
+// kindAt is the kind of the group at position p of each run of setsEvery groups.
+func kindAt(p int) kind {
+	switch {
+	case p%cloneSetEvery == 0:
+		return kindCloneSet
+	case p == 2:
+		return kindStatefulSet
+	case p == 3:
+		return kindDaemonSet
+	}
+	return kindDeployment
+}
+
+// kindOf is the kind of group g and its ordinal among the groups of that kind.
+func kindOf(g int) (kind, int) {
+	run, p := g/setsEvery, g%setsEvery
+	k := kindAt(p)
+	before, perRun := 0, 0
+	for q := range setsEvery {
+		if kindAt(q) == k {
+			perRun++
+			if q < p {
+				before++
+			}
+		}
+	}
+	return k, run*perRun + before
+}
+
 // group is one workload and its pods.
 type group struct {
-	index    int
-	ns       string
-	name     string
-	cloneSet bool
-	// revision is the controller-revision-hash (CloneSet) or pod-template-hash (ReplicaSet).
+	index int
+	ns    string
+	// name is the workload's.
+	name string
+	kind kind
+	// ordinal is the group's index among the groups of its kind.
+	ordinal int
+	// stalled says the workload's rollout is stuck (Deployments, StatefulSets, DaemonSets).
+	stalled bool
+	// revision is a CloneSet's controller-revision-hash.
 	revision string
-	labels   map[string]string
-	owner    metav1.OwnerReference
+	// labels are the pod template's labels, without the controllers' revision labels.
+	labels map[string]string
+	// owner is a CloneSet's reference, which all its pods carry.
+	owner metav1.OwnerReference
+	// members say how each pod of a core workload differs from its siblings: see member.
+	members [groupSize]member
+	// The core workload as created, and its ReplicaSets (a Deployment's) or revision names (a
+	// StatefulSet's ControllerRevisions, a DaemonSet's hashes), oldest first.
+	deployment  *appsv1.Deployment
+	replicaSets []*appsv1.ReplicaSet
+	statefulSet *appsv1.StatefulSet
+	daemonSet   *appsv1.DaemonSet
+	revisions   []string
 }
 
 func newGroup(g int) group {
-	gr := group{index: g, ns: nsName(g % namespaces), cloneSet: g%cloneSetEvery == 0}
+	k, ordinal := kindOf(g)
+	gr := group{index: g, ns: nsName(g % namespaces), kind: k, ordinal: ordinal}
 	app := fmt.Sprintf("svc-%05d", g)
+	gr.name = app
 	gr.labels = map[string]string{
 		"app.kubernetes.io/name": app, "app.kubernetes.io/part-of": "shop", "app.kubernetes.io/version": "v2.14.3",
 		"team": gr.ns, "tier": []string{"frontend", "backend", "worker"}[g%3],
 	}
-	if gr.cloneSet {
-		gr.name = app
+	switch k {
+	case kindCloneSet:
 		gr.revision = app + "-" + hash10(app)[:9]
-	} else {
-		gr.revision = hash10(app)
-		gr.name = app + "-" + gr.revision
-		gr.labels["pod-template-hash"] = gr.revision
+	case kindDeployment:
+		gr.stalled = ordinal%stalledDeploymentEvery == 1
+	default:
+		gr.stalled = ordinal%stalledSetEvery == 0
 	}
 	return gr
 }
@@ -56,10 +112,23 @@ func (s *seeder) seedGroups(ctx context.Context, from, to int) error {
 	return s.parallel(ctx, from, to, s.seedGroup)
 }
 
-// seedGroup creates group g: its owner, its pods and, for a CloneSet, the owner's status.
+// seedGroup creates group g: its workload (and a Deployment's ReplicaSets, a StatefulSet's or
+// DaemonSet's ControllerRevisions), its pods, and then the statuses the controllers would write
+// on what the pods are.
 func (s *seeder) seedGroup(ctx context.Context, g int) error {
 	gr := newGroup(g)
-	if err := s.createOwner(ctx, &gr); err != nil {
+	var err error
+	switch gr.kind {
+	case kindCloneSet:
+		err = s.createCloneSet(ctx, &gr)
+	case kindDeployment:
+		err = s.createDeployment(ctx, &gr)
+	case kindStatefulSet:
+		err = s.createStatefulSet(ctx, &gr)
+	case kindDaemonSet:
+		err = s.createDaemonSet(ctx, &gr)
+	}
+	if err != nil {
 		return fmt.Errorf("group %d owner: %w", g, err)
 	}
 	for k := range groupSize {
@@ -67,78 +136,59 @@ func (s *seeder) seedGroup(ctx context.Context, g int) error {
 			return fmt.Errorf("group %d pod %d: %w", g, k, err)
 		}
 	}
-	if gr.cloneSet {
-		if err := s.cloneSetStatus(ctx, gr); err != nil {
-			return fmt.Errorf("group %d status: %w", g, err)
-		}
+	switch gr.kind {
+	case kindCloneSet:
+		err = s.cloneSetStatus(ctx, gr)
+	case kindDeployment:
+		err = s.deploymentStatus(ctx, gr)
+	case kindStatefulSet:
+		err = s.statefulSetStatus(ctx, gr)
+	case kindDaemonSet:
+		err = s.daemonSetStatus(ctx, gr)
+	}
+	if err != nil {
+		return fmt.Errorf("group %d status: %w", g, err)
 	}
 	return nil
 }
 
-// createOwner creates the group's CloneSet or ReplicaSet and records the owner reference its pods
-// carry.
-func (s *seeder) createOwner(ctx context.Context, gr *group) error {
-	tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: gr.labels, Annotations: templateAnnotations()}, Spec: podSpec(*gr, "")}
-	if gr.cloneSet {
-		template, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&tmpl)
-		if err != nil {
-			return fmt.Errorf("convert pod template: %w", err)
-		}
-		obj := map[string]any{
-			"apiVersion": kruise.CloneSets.GroupVersion().String(), "kind": kruise.KindCloneSet,
-			"metadata": map[string]any{"name": gr.name, "namespace": gr.ns, "labels": toAny(gr.selector())},
-			"spec": map[string]any{
-				"replicas": int64(groupSize),
-				"selector": map[string]any{"matchLabels": toAny(gr.selector())},
-				"template": template,
-				"updateStrategy": map[string]any{"type": kruise.UpdateInPlaceIfPossible, "maxUnavailable": "20%",
-					"inPlaceUpdateStrategy": map[string]any{"gracePeriodSeconds": int64(10)}},
-				"lifecycle":            map[string]any{"preNormal": map[string]any{"labelsHandler": map[string]any{hookLabel: "true"}}},
-				"scaleStrategy":        map[string]any{"maxUnavailable": int64(2)},
-				"revisionHistoryLimit": int64(10),
-			},
-		}
-		var created *unstructured.Unstructured
-		err = retry(ctx, func() (err error) {
-			created, err = s.dyn.Resource(kruise.CloneSets).Namespace(gr.ns).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		if created == nil { // already there from an earlier run
-			if created, err = s.dyn.Resource(kruise.CloneSets).Namespace(gr.ns).Get(ctx, gr.name, metav1.GetOptions{}); err != nil {
-				return err
-			}
-		}
-		s.created.Add(1)
-		gr.owner = metav1.OwnerReference{APIVersion: kruise.CloneSets.GroupVersion().String(), Kind: kruise.KindCloneSet,
-			Name: gr.name, UID: created.GetUID(), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
-		return nil
+// createCloneSet creates the group's CloneSet and records the owner reference its pods carry.
+func (s *seeder) createCloneSet(ctx context.Context, gr *group) error {
+	tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: gr.labels, Annotations: templateAnnotations()}, Spec: podSpec(*gr, "", appImage)}
+	template, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&tmpl)
+	if err != nil {
+		return fmt.Errorf("convert pod template: %w", err)
 	}
-	rs := &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Name: gr.name, Namespace: gr.ns, Labels: gr.labels,
-			Annotations: map[string]string{"deployment.kubernetes.io/desired-replicas": strconv.Itoa(groupSize), "deployment.kubernetes.io/max-replicas": strconv.Itoa(groupSize + 5), "deployment.kubernetes.io/revision": "7"}},
-		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](groupSize),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": gr.labels["app.kubernetes.io/name"], "pod-template-hash": gr.revision}},
-			Template: tmpl},
+	obj := map[string]any{
+		"apiVersion": kruise.CloneSets.GroupVersion().String(), "kind": kruise.KindCloneSet,
+		"metadata": map[string]any{"name": gr.name, "namespace": gr.ns, "labels": toAny(gr.selector())},
+		"spec": map[string]any{
+			"replicas": int64(groupSize),
+			"selector": map[string]any{"matchLabels": toAny(gr.selector())},
+			"template": template,
+			"updateStrategy": map[string]any{"type": kruise.UpdateInPlaceIfPossible, "maxUnavailable": "20%",
+				"inPlaceUpdateStrategy": map[string]any{"gracePeriodSeconds": int64(10)}},
+			"lifecycle":            map[string]any{"preNormal": map[string]any{"labelsHandler": map[string]any{hookLabel: "true"}}},
+			"scaleStrategy":        map[string]any{"maxUnavailable": int64(2)},
+			"revisionHistoryLimit": int64(10),
+		},
 	}
-	var created *appsv1.ReplicaSet
-	err := retry(ctx, func() (err error) {
-		created, err = s.kube.AppsV1().ReplicaSets(gr.ns).Create(ctx, rs, metav1.CreateOptions{FieldManager: managerKCM})
+	var created *unstructured.Unstructured
+	err = retry(ctx, func() (err error) {
+		created, err = s.dyn.Resource(kruise.CloneSets).Namespace(gr.ns).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	if created == nil {
-		if created, err = s.kube.AppsV1().ReplicaSets(gr.ns).Get(ctx, gr.name, metav1.GetOptions{}); err != nil {
+	if created == nil { // already there from an earlier run
+		if created, err = s.dyn.Resource(kruise.CloneSets).Namespace(gr.ns).Get(ctx, gr.name, metav1.GetOptions{}); err != nil {
 			return err
 		}
 	}
 	s.created.Add(1)
-	gr.owner = metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: gr.name, UID: created.UID,
-		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
+	gr.owner = metav1.OwnerReference{APIVersion: kruise.CloneSets.GroupVersion().String(), Kind: kruise.KindCloneSet,
+		Name: gr.name, UID: created.GetUID(), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
 	return nil
 }
 
