@@ -380,3 +380,35 @@ func TestDaemonSetBlockedByPodStuckTerminating(t *testing.T) {
 	ct.Deleted(-10*time.Minute, 3600)(pods[3])
 	none(t, run(t, ct.Cluster{DaemonSets: []*appsv1.DaemonSet{ds}, Pods: pods, Nodes: nodes}, -1))
 }
+
+// A scan scoped to another namespace, or by a label selector the Deployment's pods need not
+// match, did not read all its pods: the Deployment is not judged, whatever its conditions say
+// (the workloads are listed in every namespace, the pods only in the scope).
+func TestDeploymentOutsideTheScanScope(t *testing.T) {
+	d := deployment(1, 3, deadlineCondition(2*time.Minute))
+	old, cur := replicaSet(d, rsOld, "1", 3), replicaSet(d, rsNew, "2", 1)
+	c := ct.Cluster{Deployments: []*appsv1.Deployment{d}, ReplicaSets: []*appsv1.ReplicaSet{old, cur},
+		Pods: []*corev1.Pod{rsPod(cur, "api-6d4b8c7f9-x", 12*time.Minute, imagePull())}}
+	for name, scope := range map[string]snapshot.Scope{
+		"another namespace":       {Namespace: "billing"},
+		"another team's selector": {AllNamespaces: true, LabelSelector: "team=billing"},
+		"a narrower selector":     {AllNamespaces: true, LabelSelector: "tier=frontend"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := c.Snapshot()
+			s.Scope = scope
+			none(t, New().Run(s, New().Info().Threshold))
+			if reads := New().(interface {
+				DeclareReads(*snapshot.Snapshot) snapshot.Reads
+			}).DeclareReads(s); len(reads.ReplicaSets) != 0 {
+				t.Errorf("ReplicaSets read outside the scope: %+v", reads.ReplicaSets)
+			}
+		})
+	}
+	// The same Deployment in scope is judged.
+	s := c.Snapshot()
+	s.Scope = snapshot.Scope{Namespace: "shop", LabelSelector: "app=api"}
+	if f := only(t, New().Run(s, New().Info().Threshold)); f.RootCause.ID != RootCauseImagePullFailing {
+		t.Fatalf("in scope: %s", f.RootCause.ID)
+	}
+}
