@@ -65,6 +65,7 @@ func (e *teEnv) webhookBlocksRemoval(t *testing.T) {
 	f := teFind(t, rep, "Deployment", "web")
 	assertFinding(t, f, "admission-webhook-unavailable", report.SeverityError,
 		[]string{"the update that removes finalizer foregroundDeletion is sent to ValidatingWebhookConfiguration policy-engine, webhook validate.policy.example.com (failurePolicy Fail)",
+			"while its backend cannot answer it rejects every request it is called for: UPDATE apps/v1 deployments, where namespaceSelector kubernetes.io/metadata.name=" + ns,
 			"1 object(s) being deleted are held behind this webhook: Deployment " + ns + "/web"}, nil)
 	if len(f.BlockedBy) != 1 || f.BlockedBy[0].Kind != "ValidatingWebhookConfiguration" || f.BlockedBy[0].Name != "policy-engine" {
 		t.Errorf("blockedBy %+v, want the webhook configuration", f.BlockedBy)

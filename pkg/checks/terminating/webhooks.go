@@ -125,8 +125,10 @@ func (a *pass) webhookBlocksRemoval(t *target) (checks.Draft, bool) {
 		ev = append(ev, checks.Evidencef("unless its matchConditions exclude this object (not evaluated here): %s", strings.Join(match.Conditions, "; ")))
 	}
 	ev = append(ev, f.backend.Evidence...)
+	// The blast radius: what the webhook rejects while it is down, and the deletions it holds now.
 	blocked := a.failing.blocked[w.String()]
 	sort.Strings(blocked)
+	ev = append(ev, checks.Evidencef("while its backend cannot answer it rejects every request it is called for: %s", w.Reach()))
 	ev = append(ev, checks.Evidencef("%d object(s) being deleted are held behind this webhook: %s", len(blocked), strings.Join(firstN(blocked, 5), ", ")))
 	ev = append(ev, a.warningEvents(t.kind, t.meta, 3)...)
 	return checks.Draft{

@@ -7,6 +7,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/checktest"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
@@ -64,5 +65,48 @@ func TestWebhookBlocksFinalizerRemoval(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The blast radius of one failing webhook: every object being deleted whose finalizer removal it
+// is called for, across namespaces, and the requests its configuration sends it. A deleted object
+// of another resource, and one in the namespace its selector leaves out, are not counted and keep
+// their own verdict. No finding offers a fix: the write a fix would make is rejected the same way,
+// and restoring the backend or deleting the configuration is a person's decision.
+func TestWebhookBlastRadius(t *testing.T) {
+	const fg = metav1.FinalizerDeleteDependents
+	rules := append(checktest.Rules("CREATE,UPDATE", "apps", "v1", "deployments"), checktest.Rules("UPDATE", "", "v1", "configmaps")[0])
+	rules[1].Scope = ptr.To(admissionregistrationv1.NamespacedScope)
+	notOwn := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"policy-system"}}}}
+	cfg := checktest.ValidatingWebhooks("policy-engine", checktest.Webhook("validate.policy.example.com", "policy-system", "policy-engine", rules,
+		checktest.NamespaceSelector(notOwn)))
+	c := checktest.Cluster{
+		Objects: []snapshot.Object{
+			deletedObject(deploymentsGVR, "Deployment", "shop", "web", 20*time.Minute, "", fg),
+			deletedObject(deploymentsGVR, "Deployment", "shop", "api", 20*time.Minute, "", fg),
+			deletedObject(deploymentsGVR, "Deployment", "billing", "invoices", 20*time.Minute, "", fg),
+			deletedObject(deploymentsGVR, "Deployment", "policy-system", "engine", 20*time.Minute, "", fg),
+			deletedObject(widgetsGVR, "Widget", "shop", "gadget", 20*time.Minute, "", fg),
+		},
+		Namespaces: []*corev1.Namespace{checktest.Namespace("shop"), checktest.Namespace("billing"), checktest.Namespace("policy-system")},
+		Admission: snapshot.Admission{ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{cfg},
+			Services: map[string]*snapshot.BackendService{"policy-system/policy-engine": checktest.Backend("policy-system", "policy-engine", nil)}},
+	}
+	fs := New().Run(c.Snapshot(), 5*time.Minute)
+	for _, name := range []string{"web", "api", "invoices"} {
+		expect(t, fs, name, want{rootCause: RootCauseAdmissionWebhookUnavailable, evidence: []string{
+			"while its backend cannot answer it rejects every request it is called for: CREATE,UPDATE apps/v1 deployments; UPDATE core/v1 configmaps (Namespaced), " +
+				"where namespaceSelector kubernetes.io/metadata.name notin (policy-system)",
+			"3 object(s) being deleted are held behind this webhook: Deployment billing/invoices, Deployment shop/api, Deployment shop/web"}})
+		if f, _ := find(fs, name); len(f.Fixes) != 0 {
+			t.Errorf("%s offers fixes %+v", name, f.Fixes)
+		}
+	}
+	expect(t, fs, "engine", want{rootCause: RootCauseFinalizerOwnerNotActing})
+	expect(t, fs, "gadget", want{rootCause: RootCauseFinalizerOwnerNotActing})
+	for _, rc := range New().Info().RootCauses {
+		if rc.ID == RootCauseAdmissionWebhookUnavailable && len(rc.Actions) != 0 {
+			t.Errorf("%s offers actions %v: no fix of a webhook is applied for the user", rc.ID, rc.Actions)
+		}
 	}
 }
