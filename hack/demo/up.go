@@ -198,7 +198,7 @@ func legend(dir string) {
 		if !e.Fixable {
 			who = "person"
 		}
-		fmt.Printf("  [%s] %-26s %s\n", who, e.RootCause, e.Story)
+		fmt.Printf("  [%s] %-29s %s\n", who, e.RootCause, e.Story)
 	}
 	fmt.Println("  [fix] means `fix` repairs it; [person] means the finding says what a person must do.")
 	fmt.Println()

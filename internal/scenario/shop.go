@@ -135,6 +135,7 @@ func Build(ctx context.Context, env Env) (*Shop, error) {
 		{"someone deletes pods and edits a template", b.operations},
 		{"checkout-api is rolled to an image tag that was never pushed", b.badImage},
 		{"the on-call retires a wishlist pod by name", b.retire},
+		{"the policy engine is uninstalled, leaving its webhook; the ledger StatefulSet is retired in the foreground", b.policyEngine},
 		{"the legacy app is uninstalled, leaving its APIService", b.legacy},
 		{"four CloneSets get a new template; one asks for a node pool nobody has, two are held back", b.rollouts},
 		{"the order archive's claim is deleted while the archiver still runs", b.storage},

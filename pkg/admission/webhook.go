@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,4 +72,32 @@ func (w Webhook) failurePolicy() string {
 		return string(admissionregistrationv1.Fail)
 	}
 	return string(*w.FailurePolicy)
+}
+
+// Reach says which requests the webhook is called for, from its configuration alone: every rule,
+// then the selectors and matchConditions that narrow them. While its backend cannot answer and it
+// fails closed, these are the requests it rejects.
+func (w Webhook) Reach() string {
+	rules := make([]string, len(w.Rules))
+	for i, r := range w.Rules {
+		rules[i] = ruleString(r)
+	}
+	s := strings.Join(rules, "; ")
+	if s == "" {
+		s = "no rule"
+	}
+	var narrow []string
+	if w.NamespaceSelector != nil && (len(w.NamespaceSelector.MatchLabels) > 0 || len(w.NamespaceSelector.MatchExpressions) > 0) {
+		narrow = append(narrow, "namespaceSelector "+metav1.FormatLabelSelector(w.NamespaceSelector))
+	}
+	if w.ObjectSelector != nil && (len(w.ObjectSelector.MatchLabels) > 0 || len(w.ObjectSelector.MatchExpressions) > 0) {
+		narrow = append(narrow, "objectSelector "+metav1.FormatLabelSelector(w.ObjectSelector))
+	}
+	if n := len(w.MatchConditions); n > 0 {
+		narrow = append(narrow, fmt.Sprintf("%d matchCondition(s)", n))
+	}
+	if len(narrow) > 0 {
+		s += ", where " + strings.Join(narrow, ", ")
+	}
+	return s
 }

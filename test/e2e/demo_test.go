@@ -46,6 +46,27 @@ func TestDemoScenarios(t *testing.T) {
 		}
 	})
 
+	// Issue 27: the policy engine left its webhook behind; the ledger's deletion names it as the
+	// root, with what it rejects and what it holds, and offers nothing to apply.
+	t.Run("the webhook left by the uninstalled policy engine is the root of the ledger's deletion", func(t *testing.T) {
+		if rep == nil {
+			t.Skip("no scan")
+		}
+		f := demoFinding(t, rep, "StatefulSet", scenario.Ledger)
+		assertFinding(t, f, "admission-webhook-unavailable", report.SeverityError, []string{
+			"the update that removes finalizer foregroundDeletion is sent to ValidatingWebhookConfiguration " + scenario.PolicyWebhookConfig +
+				", webhook " + scenario.PolicyWebhook + " (failurePolicy Fail): rule CREATE,UPDATE apps/v1 statefulsets (Namespaced)",
+			"Service kyverno/kyverno-svc: not found",
+			"while its backend cannot answer it rejects every request it is called for: CREATE,UPDATE apps/v1 statefulsets (Namespaced), " +
+				"where namespaceSelector kubernetes.io/metadata.name notin (kyverno)",
+			"1 object(s) being deleted are held behind this webhook: StatefulSet shop/" + scenario.Ledger,
+			"delete the ValidatingWebhookConfiguration " + scenario.PolicyWebhookConfig}, nil)
+		if len(f.BlockedBy) != 1 || f.BlockedBy[0].Kind != "ValidatingWebhookConfiguration" || f.BlockedBy[0].Name != scenario.PolicyWebhookConfig {
+			t.Errorf("blockedBy %+v, want the webhook configuration", f.BlockedBy)
+		}
+		t.Logf("%s: %s\n  %s", f.Object, f.Summary, strings.Join(f.RootCause.Evidence, "\n  "))
+	})
+
 	// Issue 15, class 1: with -l no workload is judged on a pod list the selector cut, and no
 	// finding names an object outside the selector. wishlist (class 2) waits in PreparingDelete
 	// by design: its only finding is the pod's pending hook.
@@ -86,6 +107,8 @@ func TestDemoScenarios(t *testing.T) {
 		if code != 2 {
 			t.Fatalf("kubectl workloaddoctor scan -A: exit %d, want 2\n%s\n%s", code, out, stderr)
 		}
+		// What README's scan output excerpts.
+		t.Logf("kubectl workloaddoctor scan -A --min-age 0s:\n%s", out)
 		for _, check := range []string{"stuck-preparing-normal", "expectations-unsatisfied", "stuck-terminating", "resize-policy-drift", "rollout-stalled"} {
 			if !strings.Contains(out, check) {
 				t.Errorf("the table has no %s line:\n%s", check, out)
@@ -154,6 +177,18 @@ func scenarioCluster(t *testing.T) (*testcluster.Cluster, scenario.Files) {
 	}
 	c.InstallCRDs(t, crds...)
 	return c, files
+}
+
+// demoFinding is the one finding whose object is the shop's kind/name.
+func demoFinding(t *testing.T, rep *report.Report, kind, name string) report.Finding {
+	t.Helper()
+	for _, f := range rep.Findings {
+		if f.Object.Kind == kind && f.Object.Namespace == scenario.Namespace && f.Object.Name == name {
+			return f
+		}
+	}
+	t.Fatalf("no finding for %s %s/%s:\n%s", kind, scenario.Namespace, name, demoSummaries(rep))
+	return report.Finding{}
 }
 
 func demoScan(t *testing.T, kubeconfig string, wantExit int) *report.Report {

@@ -584,6 +584,11 @@ func TestFixEngineAgainstAPIServer(t *testing.T) {
 			t.Errorf("want an event on the evicted pod only")
 		}
 	})
+
+	// Run and the plan it is given (fixrun_test.go).
+	t.Run("run applies the plan as prepared and leaves it so", fx.runLeavesThePlanAsItWas)
+	t.Run("an interrupted run marks what it never tried", fx.runInterruptedMarksNotAttempted)
+	t.Run("a plan not prepared evicts nothing", fx.runWithoutBudgetsEvictsNothing)
 }
 
 func enginePtr[T any](v T) *T { return &v }

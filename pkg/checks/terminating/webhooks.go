@@ -16,10 +16,12 @@ import (
 
 // failingWebhooks are the webhooks that reject every request they are called for: failurePolicy
 // Fail and a backend that cannot answer. blocked counts, per webhook, the objects being deleted
-// whose finalizer removal it is called for: how far its outage reaches.
+// whose finalizer removal it is called for: how far its outage reaches. refused are, per webhook,
+// the other objects whose writes Warning events say it refused (a ReplicaSet's pod creations).
 type failingWebhooks struct {
 	hooks   []failingWebhook
 	blocked map[string][]string
+	refused map[string][]string
 }
 
 type failingWebhook struct {
@@ -33,14 +35,17 @@ func (a *pass) failingHooks() *failingWebhooks {
 	if a.failing != nil {
 		return a.failing
 	}
-	a.failing = &failingWebhooks{blocked: map[string][]string{}}
+	a.failing = &failingWebhooks{blocked: map[string][]string{}, refused: map[string][]string{}}
 	var failures []string
+	var refusals []*corev1.Event
 	for _, e := range a.s.Events {
 		if e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "failed calling webhook") {
 			failures = append(failures, e.Message)
+			refusals = append(refusals, e)
 		}
 	}
-	for _, w := range admission.Webhooks(a.s.Admission.ValidatingWebhooks, a.s.Admission.MutatingWebhooks) {
+	hooks := admission.Webhooks(a.s.Admission.ValidatingWebhooks, a.s.Admission.MutatingWebhooks)
+	for _, w := range hooks {
 		if !w.FailsClosed() {
 			continue
 		}
@@ -50,8 +55,49 @@ func (a *pass) failingHooks() *failingWebhooks {
 	}
 	if len(a.failing.hooks) > 0 {
 		a.countBlocked()
+		a.countRefused(hooks, refusals)
 	}
 	return a.failing
+}
+
+// countRefused records, for each failing webhook, the objects of Warning events that quote
+// `failed calling webhook "NAME"`: with failurePolicy Fail that message is the apiserver's
+// rejection of the write (dispatcher.go, Dispatch, k8s.io/apiserver v1.37.1), and the event is on
+// the object whose controller made it. The message names the webhook, not its configuration, so
+// only a name no other webhook that fails closed carries is attributed; one with failurePolicy
+// Ignore fails open without an error to the client, so it cannot have left the message. Objects
+// already held behind it are not counted again.
+func (a *pass) countRefused(all []admission.Webhook, events []*corev1.Event) {
+	named := map[string]int{}
+	for _, w := range all {
+		if w.FailsClosed() {
+			named[w.Name]++
+		}
+	}
+	for _, f := range a.failing.hooks {
+		if named[f.hook.Name] != 1 {
+			continue
+		}
+		mark := fmt.Sprintf("failed calling webhook %q", f.hook.Name)
+		seen := map[string]bool{}
+		for _, held := range a.failing.blocked[f.hook.String()] {
+			seen[held] = true // counted once, as held
+		}
+		for _, e := range events {
+			if !strings.Contains(e.Message, mark) {
+				continue
+			}
+			o := e.InvolvedObject
+			name := o.Kind + " " + o.Name
+			if o.Namespace != "" {
+				name = o.Kind + " " + o.Namespace + "/" + o.Name
+			}
+			if !seen[name] {
+				seen[name] = true
+				a.failing.refused[f.hook.String()] = append(a.failing.refused[f.hook.String()], name+" ("+e.Reason+")")
+			}
+		}
+	}
 }
 
 // removalBlockedBy returns the failing webhook called for the update that removes a finalizer
@@ -125,9 +171,15 @@ func (a *pass) webhookBlocksRemoval(t *target) (checks.Draft, bool) {
 		ev = append(ev, checks.Evidencef("unless its matchConditions exclude this object (not evaluated here): %s", strings.Join(match.Conditions, "; ")))
 	}
 	ev = append(ev, f.backend.Evidence...)
+	// The blast radius: what the webhook rejects while it is down, and the deletions it holds now.
 	blocked := a.failing.blocked[w.String()]
 	sort.Strings(blocked)
+	ev = append(ev, checks.Evidencef("while its backend cannot answer it rejects every request it is called for: %s", w.Reach()))
 	ev = append(ev, checks.Evidencef("%d object(s) being deleted are held behind this webhook: %s", len(blocked), strings.Join(firstN(blocked, 5), ", ")))
+	if refused := a.failing.refused[w.String()]; len(refused) > 0 {
+		sort.Strings(refused)
+		ev = append(ev, checks.Evidencef("%d other object(s) had writes refused by it, as recent Warning events record: %s", len(refused), strings.Join(firstN(refused, 5), ", ")))
+	}
 	ev = append(ev, a.warningEvents(t.kind, t.meta, 3)...)
 	return checks.Draft{
 		RootCause: RootCauseAdmissionWebhookUnavailable,
