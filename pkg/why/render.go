@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/render"
 )
 
@@ -109,7 +111,15 @@ func tree(w io.Writer, res *Result, wide bool) error {
 	}
 	for _, f := range res.Finalizers {
 		who := "no managedFields entry says who added it"
-		if f.Manager != "" {
+		switch {
+		// The apiserver adds these itself on a delete that asks for them (kubernetes v1.37.1
+		// staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go,
+		// shouldOrphanDependents and shouldDeleteDependents): no field manager owns them.
+		case f.Name == metav1.FinalizerDeleteDependents:
+			who = "set by the apiserver on a delete with propagationPolicy Foreground"
+		case f.Name == metav1.FinalizerOrphanDependents:
+			who = "set by the apiserver on a delete with propagationPolicy Orphan"
+		case f.Manager != "":
 			who = "added by " + f.Manager
 			if !f.Time.IsZero() {
 				who += " at " + f.Time.Format(time.RFC3339)

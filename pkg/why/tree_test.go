@@ -94,7 +94,7 @@ func TestTreeThreeDeep(t *testing.T) {
 	r := deadNodeChain()
 	res := Build(r, ref("apps/v1", "Deployment", "web"), states)
 	res.Namespace = "shop"
-	res.Finalizers = []Finalizer{{Name: "foregroundDeletion", Manager: "kube-controller-manager", Time: now.Add(-4 * time.Minute)}}
+	res.Finalizers = []Finalizer{{Name: "foregroundDeletion"}, {Name: "example.com/audit", Manager: "audit-operator", Time: now.Add(-time.Hour)}}
 	golden(t, "deployment-chain.tree", draw(t, res, FormatTree))
 	golden(t, "deployment-chain.wide", draw(t, res, FormatWide))
 	golden(t, "deployment-chain.json", draw(t, res, FormatJSON))

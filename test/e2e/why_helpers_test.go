@@ -1,0 +1,109 @@
+package e2e
+
+import (
+	"encoding/json"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+)
+
+// why runs `why args...`; a non-zero exit is for the caller to judge (wantExit).
+func (p plugin) why(t testing.TB, args ...string) *pluginRun {
+	t.Helper()
+	return p.run(t, append([]string{"why"}, args...))
+}
+
+// whyType names an object's type the way a user may type it to why: its kind, qualified by its
+// API group (deployment.apps, cloneset.apps.kruise.io), resolved by the RESTMapper.
+func whyType(o report.ObjectRef) string {
+	typ := strings.ToLower(o.Kind)
+	if g, _, ok := strings.Cut(o.APIVersion, "/"); ok {
+		typ += "." + g
+	}
+	return typ
+}
+
+// whyAgreesWithScan runs `why` on the object of f, a finding of the scan report rep, with flags
+// (the scan's --checks, --min-age), and fails unless why reports that very finding: the same ID
+// (so fix takes the ID why prints), check, severity, root cause, evidence, fixes and blockedBy,
+// and every finding down its chain as rep has it. It returns why's document. Any scenario can
+// call it on the findings it produced.
+func whyAgreesWithScan(t *testing.T, p plugin, rep *report.Report, f report.Finding, flags ...string) *report.Report {
+	t.Helper()
+	args := append([]string{whyType(f.Object) + "/" + f.Object.Name, "-o", "json"}, flags...)
+	if f.Object.Namespace != "" {
+		args = append(args, "-n", f.Object.Namespace)
+	}
+	run := p.why(t, args...).wantExit(0, 2)
+	var doc report.Report
+	if err := json.Unmarshal([]byte(run.stdout), &doc); err != nil {
+		t.Fatalf("why -o json is not a report: %v\n%s", err, run.stdout)
+	}
+	byID := map[string]report.Finding{}
+	for _, g := range doc.Findings {
+		byID[g.ID] = g
+	}
+	want := []report.Finding{f}
+	scanByID := map[string]report.Finding{}
+	for _, g := range rep.Findings {
+		scanByID[g.ID] = g
+	}
+	for _, b := range f.BlockedBy {
+		if g, ok := scanByID[b.FindingID]; ok {
+			want = append(want, g)
+		}
+	}
+	for _, w := range want {
+		got, ok := byID[w.ID]
+		if !ok {
+			t.Errorf("why %s: no finding %s (%s %s on %s); why reported:\n%s", f.Object, w.ID, w.Check, w.RootCause.ID, w.Object, summaries(&doc))
+			continue
+		}
+		if diff := findingDiff(w, got); diff != "" {
+			t.Errorf("why %s: finding %s differs from the scan's: %s", f.Object, w.ID, diff)
+		}
+	}
+	if len(doc.Findings) > 0 && doc.Findings[0].ID != f.ID && !sameObjectFinding(doc.Findings[0], f) {
+		t.Errorf("why %s: first finding %s is not the object's own", f.Object, doc.Findings[0].ID)
+	}
+	return &doc
+}
+
+// sameObjectFinding: another check's finding on the same object may come first.
+func sameObjectFinding(a, b report.Finding) bool { return a.Object.UID != "" && a.Object.UID == b.Object.UID }
+
+// relativeAge is how evidence says how long ago a timestamp was ("(13s ago)"): it moves between
+// two runs while the timestamp it follows stays.
+var relativeAge = regexp.MustCompile(`\((?:[0-9]+[a-z]+)+ ago\)`)
+
+func withoutAges(lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = relativeAge.ReplaceAllString(l, "(ago)")
+	}
+	return out
+}
+
+// findingDiff names what differs between the scan's finding and why's, in the fields a verdict
+// is made of; summaries and messages may carry ages that move between two runs.
+func findingDiff(scan, why report.Finding) string {
+	var d []string
+	cmp := func(what string, a, b any) {
+		if !reflect.DeepEqual(a, b) {
+			j1, _ := json.Marshal(a)
+			j2, _ := json.Marshal(b)
+			d = append(d, what+": scan "+string(j1)+", why "+string(j2))
+		}
+	}
+	cmp("check", scan.Check, why.Check)
+	cmp("severity", scan.Severity, why.Severity)
+	cmp("object", scan.Object.UID, why.Object.UID)
+	cmp("root cause", scan.RootCause.ID, why.RootCause.ID)
+	cmp("evidence", withoutAges(scan.RootCause.Evidence), withoutAges(why.RootCause.Evidence))
+	cmp("fixes", scan.Fixes, why.Fixes)
+	cmp("blockedBy", scan.BlockedBy, why.BlockedBy)
+	return strings.Join(d, "; ")
+}

@@ -1,0 +1,67 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/builtin"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/scan"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/why"
+)
+
+// whyOneObject: why on a healthy pod that kwok runs on a live node says nothing holds it (exit 0),
+// whatever way its type is written; an object or a type that does not exist is one error line
+// (exit 1); and what why reads is the pod's namespace, never a cluster-wide list of pods.
+func (e *teEnv) whyOneObject(t *testing.T) {
+	const ns = "ch-why"
+	e.namespace(t, ns)
+	e.podOn(t, ns, "web-0", chLive)
+	p := pluginOn(e.c.Kubeconfig)
+
+	out := p.why(t, "pod/web-0", "-n", ns, "--min-age", "0s").wantExit(0).stdout
+	if !strings.Contains(out, "ch-why/pod/web-0   Running   nothing holds it") || !strings.Contains(out, "Nothing holds ch-why/pod/web-0") {
+		t.Errorf("why on a healthy pod:\n%s", out)
+	}
+	for _, args := range [][]string{{"po", "web-0"}, {"pods/web-0"}, {"Pod/web-0"}, {"ns/" + ns}, {"namespace", ns}} {
+		p.why(t, append(args, "-n", ns, "--min-age", "0s")...).wantExit(0)
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"pod/nope", "-n", ns}, `error: pods "nope" in namespace "ch-why" not found`},
+		{[]string{"frobnicate", "web-0", "-n", ns}, `error: the server doesn't have a resource type "frobnicate"`},
+		{[]string{"node/" + chLive}, "error: why diagnoses namespaced objects and namespaces; for the cluster-scoped Node " + chLive},
+		{[]string{"pod"}, "error: want TYPE/NAME or TYPE NAME"},
+	} {
+		_, stderr, _ := p.why(t, c.args...).wantExit(1).out()
+		if !strings.HasPrefix(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("why %s: stderr %q, want one line starting %q", strings.Join(c.args, " "), stderr, c.want)
+		}
+	}
+
+	// The same answer in process, every request logged: the namespace's pods, listed there.
+	log, clients := loggedClients(t, e.c)
+	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(clients.Discovery)), clients.Discovery, nil)
+	target, err := why.Resolve(mapper, "po", "web-0", ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := why.Run(e.ctx, clients, target, scan.Options{Checks: builtin.Checks().All()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Report.Findings) != 0 || res.Trees[0].State != "Running" {
+		t.Errorf("in process: findings %v, state %q", res.Report.Findings, res.Trees[0].State)
+	}
+	if all := log.matching("GET", "/api/v1/pods"); len(all) > 0 {
+		t.Errorf("why listed pods cluster-wide: %v", all)
+	}
+	if len(log.matching("GET", "/api/v1/namespaces/"+ns+"/pods")) == 0 {
+		t.Errorf("why did not list the pods of %s", ns)
+	}
+}
