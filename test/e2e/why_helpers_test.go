@@ -73,16 +73,18 @@ func whyAgreesWithScan(t *testing.T, p plugin, rep *report.Report, f report.Find
 }
 
 // sameObjectFinding: another check's finding on the same object may come first.
-func sameObjectFinding(a, b report.Finding) bool { return a.Object.UID != "" && a.Object.UID == b.Object.UID }
+func sameObjectFinding(a, b report.Finding) bool {
+	return a.Object.UID != "" && a.Object.UID == b.Object.UID
+}
 
-// relativeAge is how evidence says how long ago a timestamp was ("(13s ago)"): it moves between
-// two runs while the timestamp it follows stays.
-var relativeAge = regexp.MustCompile(`\((?:[0-9]+[a-z]+)+ ago\)`)
+// moving matches what changes between two runs seconds apart while the facts stay: durations
+// ("1s ago", "for 4s", "2.703s apart") and timestamps (a leader Lease renews in between).
+var moving = regexp.MustCompile(`\b[0-9]+(\.[0-9]+)?(ms|s|m|h|d)([0-9]+(\.[0-9]+)?(ms|s|m|h|d))*\b|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z`)
 
-func withoutAges(lines []string) []string {
+func steady(lines []string) []string {
 	out := make([]string, len(lines))
 	for i, l := range lines {
-		out[i] = relativeAge.ReplaceAllString(l, "(ago)")
+		out[i] = moving.ReplaceAllString(l, "…")
 	}
 	return out
 }
@@ -102,7 +104,7 @@ func findingDiff(scan, why report.Finding) string {
 	cmp("severity", scan.Severity, why.Severity)
 	cmp("object", scan.Object.UID, why.Object.UID)
 	cmp("root cause", scan.RootCause.ID, why.RootCause.ID)
-	cmp("evidence", withoutAges(scan.RootCause.Evidence), withoutAges(why.RootCause.Evidence))
+	cmp("evidence", steady(scan.RootCause.Evidence), steady(why.RootCause.Evidence))
 	cmp("fixes", scan.Fixes, why.Fixes)
 	cmp("blockedBy", scan.BlockedBy, why.BlockedBy)
 	return strings.Join(d, "; ")

@@ -29,6 +29,18 @@ func (e *teEnv) whyOneObject(t *testing.T) {
 		p.why(t, append(args, "-n", ns, "--min-age", "0s")...).wantExit(0)
 	}
 
+	// Completion, as kubectl runs it for a plugin: the names of that type in the namespace. The
+	// last argument is the word being completed.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{{[]string{"po", ""}, "web-0\n"}, {[]string{"pod/"}, "pod/web-0\n"}} {
+		out := p.run(t, append([]string{"__complete", "why", "-n", ns}, c.args...)).wantExit(0).stdout
+		if !strings.HasPrefix(out, c.want) {
+			t.Errorf("__complete why %v: %q, want it to start %q", c.args, out, c.want)
+		}
+	}
+
 	for _, c := range []struct {
 		args []string
 		want string
