@@ -1,14 +1,20 @@
 package e2e
 
 import (
+	"io"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/builtin"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/collect"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/scan"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/why"
 )
 
@@ -76,4 +82,68 @@ func (e *teEnv) whyOneObject(t *testing.T) {
 	if len(log.matching("GET", "/api/v1/namespaces/"+ns+"/pods")) == 0 {
 		t.Errorf("why did not list the pods of %s", ns)
 	}
+
+	// What why costs next to the scans it stands in for, measured on this small cluster.
+	for _, c := range []struct {
+		what string
+		run  func(clients collect.Clients) error
+	}{
+		{"why pod/web-0", func(clients collect.Clients) error {
+			_, err := why.Run(e.ctx, clients, target, scan.Options{Checks: builtin.Checks().All()})
+			return err
+		}},
+		{"scan -n " + ns, func(clients collect.Clients) error {
+			_, _, err := scan.Run(e.ctx, clients, scan.Options{Scope: snapshot.Scope{Namespace: ns}, Checks: builtin.Checks().All()})
+			return err
+		}},
+		{"scan -A", func(clients collect.Clients) error {
+			_, _, err := scan.Run(e.ctx, clients, scan.Options{Scope: snapshot.Scope{AllNamespaces: true}, Checks: builtin.Checks().All()})
+			return err
+		}},
+	} {
+		m, clients := meteredClients(t, e.c)
+		if err := c.run(clients); err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		t.Logf("%s: %d requests, %d response bytes", c.what, m.requests.Load(), m.bytes.Load())
+	}
+}
+
+// meter counts the requests a client sends and the bytes of the answers it reads.
+type meter struct {
+	next            http.RoundTripper
+	requests, bytes atomic.Int64
+}
+
+func (m *meter) RoundTrip(req *http.Request) (*http.Response, error) {
+	m.requests.Add(1)
+	resp, err := m.next.RoundTrip(req)
+	if resp != nil && resp.Body != nil {
+		resp.Body = &countedBody{ReadCloser: resp.Body, n: &m.bytes}
+	}
+	return resp, err
+}
+
+type countedBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+// meteredClients are the collector's clients for c, metered.
+func meteredClients(t testing.TB, c *testcluster.Cluster) (*meter, collect.Clients) {
+	t.Helper()
+	m := &meter{}
+	cfg := c.RESTConfig()
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { m.next = rt; return m })
+	clients, err := scan.Clients(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, clients
 }
