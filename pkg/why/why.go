@@ -19,6 +19,7 @@ package why
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -33,6 +34,9 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/scan"
 )
+
+// ErrNotFound is the error of Run when the object does not exist (any more).
+var ErrNotFound = errors.New("not found")
 
 // Target is the object asked about, its type resolved.
 type Target struct {
@@ -132,7 +136,7 @@ type Result struct {
 func Run(ctx context.Context, c collect.Clients, t Target, opts scan.Options) (*Result, error) {
 	u, err := c.Dynamic.Resource(t.Resource).Namespace(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("%s not found", t)
+		return nil, fmt.Errorf("%s %w", t, ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", t, err)

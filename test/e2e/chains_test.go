@@ -252,11 +252,19 @@ func (e *teEnv) foregroundOnDeadNode(t *testing.T) {
 
 	// fix on the Deployment's finding, by the ID why printed, applies the root's fix: the pod is
 	// force-deleted, then the garbage collector finishes the ReplicaSet and the Deployment on its own.
+	// why --watch on the Deployment, started before the fix, follows the chain as it clears and
+	// ends by itself once the Deployment is gone.
+	watch := p.start(t, "why", "deploy/web", "-n", ns, "--watch", "--checks", teCheck, "--min-age", "0s")
 	e.fix(t, ns, whyDep.Findings[0].ID, 0, "applied")
 	eventually(t, 60*time.Second, "the deployment gone", func(ctx context.Context) (bool, error) {
 		_, err := e.cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), teIgnoreNotFound(err)
 	})
+	run := watch.wait().wantExit(0)
+	if !strings.HasPrefix(run.stdout, "OBJECT") || !strings.HasSuffix(run.stdout, "deployments.apps \"web\" in namespace \"ch-fg\" is gone.\n") {
+		t.Errorf("why --watch: want the tree, then the Deployment gone:\n%s", run.stdout)
+	}
+	t.Logf("why --watch deploy/web:\n%s", run.stdout)
 }
 
 var chGadgets = schema.GroupVersionResource{Group: "example.org", Version: "v1", Resource: "gadgets"}

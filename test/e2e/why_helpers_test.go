@@ -1,7 +1,11 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"os/exec"
 	"reflect"
 	"regexp"
 	"strings"
@@ -108,4 +112,46 @@ func findingDiff(scan, why report.Finding) string {
 	cmp("fixes", scan.Fixes, why.Fixes)
 	cmp("blockedBy", scan.BlockedBy, why.BlockedBy)
 	return strings.Join(d, "; ")
+}
+
+// background is a run of the binary that goes on while the test acts on the cluster (why
+// --watch); wait returns it once it exits, within commandTimeout.
+type background struct {
+	t    testing.TB
+	args []string
+	out  bytes.Buffer
+	err  bytes.Buffer
+	done chan error
+	cmd  *exec.Cmd
+}
+
+// start runs the binary with args without waiting for it.
+func (p plugin) start(t testing.TB, args ...string) *background {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), commandTimeout)
+	b := &background{t: t, args: args, done: make(chan error, 1)}
+	b.cmd = exec.CommandContext(ctx, pluginBinary(t), args...)
+	b.cmd.Env = append(commandEnv(t, p.kubeconfig), p.env...)
+	b.cmd.Stdout, b.cmd.Stderr = &b.out, &b.err
+	if err := b.cmd.Start(); err != nil {
+		cancel()
+		t.Fatalf("start %s: %v", strings.Join(args, " "), err)
+	}
+	go func() { b.done <- b.cmd.Wait(); cancel() }()
+	return b
+}
+
+// wait returns the run once it has exited, as a finished pluginRun.
+func (b *background) wait() *pluginRun {
+	b.t.Helper()
+	err := <-b.done
+	code := 0
+	var exitErr *exec.ExitError
+	switch {
+	case errors.As(err, &exitErr):
+		code = exitErr.ExitCode()
+	case err != nil:
+		b.t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(b.args, " "), err, &b.out, &b.err)
+	}
+	return &pluginRun{t: b.t, args: b.args, stdout: b.out.String(), stderr: b.err.String(), code: code}
 }
