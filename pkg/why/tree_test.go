@@ -147,3 +147,43 @@ func TestTreeHealthyPod(t *testing.T) {
 		t.Errorf("a healthy pod has findings %v, held by %v", res.Report.Findings, res.HeldBy)
 	}
 }
+
+// TestTreeSiblings: a rollout that waits on two stuck pods another check judges (linkBlockers
+// names their findings) draws both under the workload, each a root; and a second finding on the
+// same object is a second tree.
+func TestTreeSiblings(t *testing.T) {
+	pod := func(name string) report.Finding {
+		f := report.Finding{Check: "stuck-terminating", Severity: report.SeverityError, Object: ref("v1", "Pod", name),
+			Summary: "pod " + name + " Terminating", RootCause: report.RootCause{ID: "node-missing"},
+			Fixes: []report.Fix{{Action: "force-delete"}}}
+		f.ID = report.FindingID(f.Object, f.Check, f.RootCause.ID)
+		return f
+	}
+	a, b := pod("web-a"), pod("web-b")
+	ds := report.Finding{Check: "rollout-stalled", Severity: report.SeverityWarning, Object: ref("apps/v1", "DaemonSet", "agent"),
+		Summary: "DaemonSet agent rollout has made no progress", RootCause: report.RootCause{ID: "blocked-by-stuck-pod"},
+		BlockedBy: []report.BlockRef{block(a), block(b)}}
+	ds.ID = report.FindingID(ds.Object, ds.Check, ds.RootCause.ID)
+	other := report.Finding{Check: "resize-policy-drift", Severity: report.SeverityInfo, Object: ds.Object,
+		Summary: "benign", RootCause: report.RootCause{ID: "benign-defaulting"}}
+	other.ID = report.FindingID(other.Object, other.Check, other.RootCause.ID)
+	r := &report.Report{Findings: []report.Finding{a, b, ds, other}}
+	r.Normalize()
+
+	res := Build(r, ds.Object, states)
+	if len(res.Trees) != 2 {
+		t.Fatalf("%d trees, want one per finding on the DaemonSet", len(res.Trees))
+	}
+	var withPods *Node
+	for _, n := range res.Trees {
+		if n.Finding.ID == ds.ID {
+			withPods = n
+		}
+	}
+	if withPods == nil || len(withPods.Children) != 2 || !withPods.Children[0].Root() || !withPods.Children[1].Root() {
+		t.Fatalf("want the rollout over two root pods, got %+v", withPods)
+	}
+	if n := len(res.Report.Findings); n != 4 {
+		t.Errorf("document has %d findings, want 4", n)
+	}
+}
