@@ -97,7 +97,12 @@ func TestTreeThreeDeep(t *testing.T) {
 	res.Finalizers = []Finalizer{{Name: "foregroundDeletion"}, {Name: "example.com/audit", Manager: "audit-operator", Time: now.Add(-time.Hour)}}
 	golden(t, "deployment-chain.tree", draw(t, res, FormatTree))
 	golden(t, "deployment-chain.wide", draw(t, res, FormatWide))
-	golden(t, "deployment-chain.json", draw(t, res, FormatJSON))
+	doc := draw(t, res, FormatJSON)
+	golden(t, "deployment-chain.json", doc)
+	// fix --from-report takes the document as it takes a scan's.
+	if parsed, err := report.Parse(doc, "why -o json"); err != nil || len(parsed.Findings) != 3 {
+		t.Errorf("why -o json as a report: %v", err)
+	}
 
 	// The document is the chain, the asked object's finding first and the root last.
 	var kinds []string
