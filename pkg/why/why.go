@@ -13,6 +13,12 @@
 // is the one `fix` acts on. Pods are never listed cluster-wide: the bulk pod list is the
 // namespace's, metadata-only, and only the pods the checks declare are read in full.
 //
+// What it costs: the namespace scan plus one GET of the object (measured in test/e2e why_test.go).
+// The inputs every scan reads cluster-wide (nodes, node Leases, leader Leases, webhooks) are read
+// whole here too: reading only the nodes and Leases the object's chain names would change the
+// evidence some checks give (how many nodes were listed), so it waits for the checks to declare
+// such reads themselves, as they declare their pod reads.
+//
 // Cluster-scoped objects other than Namespaces (Nodes, PersistentVolumes, CRDs) would need the
 // whole cluster's pods and objects; `why` refuses them and points at `scan -A`.
 package why
