@@ -1,4 +1,4 @@
-// Package cmd is the plugin's command tree: scan, fix, audit, checks, explain and version.
+// Package cmd is the plugin's command tree: scan, why, fix, audit, checks, explain and version.
 package cmd
 
 import (
@@ -81,6 +81,9 @@ in-place updates.`,
   kubectl workloaddoctor scan
   kubectl workloaddoctor scan -A
 
+  # Why one object is stuck, as a tree down to its root cause
+  kubectl workloaddoctor why deploy/web -n shop
+
   # Save a report, then fix two of its findings in a runbook
   kubectl workloaddoctor scan -A -o json > report.json
   kubectl workloaddoctor fix --from-report report.json wd-3f9a1c07be wd-9c1d2e3f4a --yes
@@ -103,6 +106,7 @@ in-place updates.`,
 	root.AddCommand(
 		newScanCommand(flags, streams, reg),
 		newFixCommand(flags, streams, reg, cat),
+		newWhyCommand(flags, streams, reg),
 		newAuditCommand(flags, streams, reg),
 		newChecksCommand(streams, reg, cat),
 		newExplainCommand(streams, reg, cat),

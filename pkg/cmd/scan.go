@@ -30,9 +30,15 @@ type scanFlags struct {
 }
 
 func (f *scanFlags) addFlags(fs *pflag.FlagSet) {
-	def := snapshot.DefaultSettings()
 	fs.BoolVarP(&f.AllNamespaces, "all-namespaces", "A", false, "Scan every namespace (and cluster-scoped objects) instead of the current one.")
 	fs.StringVarP(&f.LabelSelector, "selector", "l", "", "Only objects matching this label selector (pods, workloads, namespaces, objects being deleted; e.g. -l app=web). A workload whose pods the selector may cut is not judged, and coverage says so.")
+	f.addCheckFlags(fs)
+}
+
+// addCheckFlags adds the flags that choose the checks and where they look, without the scope
+// flags (`why` takes its scope from the object).
+func (f *scanFlags) addCheckFlags(fs *pflag.FlagSet) {
+	def := snapshot.DefaultSettings()
 	fs.StringSliceVar(&f.Checks, "checks", nil, "Run only these checks (comma-separated IDs, as listed by kubectl workloaddoctor checks).")
 	fs.StringSliceVar(&f.SkipChecks, "skip-checks", nil, "Do not run these checks (comma-separated IDs).")
 	fs.StringVar(&f.MinAge, "min-age", "", "Report a condition once it lasted this long, overriding every check's own threshold (e.g. 0s, 2m).")
@@ -89,11 +95,31 @@ type ScanOptions struct {
 	reg    *checks.Registry
 	genericiooptions.IOStreams
 	scanFlags
+	reportFlags
+
+	opts scan.Options
+}
+
+// reportFlags are how `scan` and `why` print and exit.
+type reportFlags struct {
 	Output  string
 	FailOn  string
 	NoColor bool
+}
 
-	opts scan.Options
+func (f *reportFlags) addFlags(fs *pflag.FlagSet, formats []string) {
+	fs.StringVarP(&f.Output, "output", "o", formats[0], "Output format: "+strings.Join(formats, "|")+".")
+	fs.StringVar(&f.FailOn, "fail-on", string(report.SeverityError), "Exit 2 when a finding is at or above this severity: error|warning|info|never.")
+	fs.BoolVar(&f.NoColor, "no-color", false, "Never colour the output (also: the NO_COLOR environment variable).")
+}
+
+// validate checks the output format and --fail-on.
+func (f *reportFlags) validate(formats []string) error {
+	if !contains(formats, f.Output) {
+		return fmt.Errorf("invalid --output %q: want one of %s", f.Output, strings.Join(formats, ", "))
+	}
+	_, err := failOnSeverity(f.FailOn)
+	return err
 }
 
 func newScanCommand(config *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, reg *checks.Registry) *cobra.Command {
@@ -137,9 +163,7 @@ go to stdout, progress and warnings to stderr.`,
 		},
 	}
 	o.scanFlags.addFlags(cmd.Flags())
-	cmd.Flags().StringVarP(&o.Output, "output", "o", render.FormatTable, "Output format: "+strings.Join(render.ReportFormats, "|")+".")
-	cmd.Flags().StringVar(&o.FailOn, "fail-on", string(report.SeverityError), "Exit 2 when a finding is at or above this severity: error|warning|info|never.")
-	cmd.Flags().BoolVar(&o.NoColor, "no-color", false, "Never colour the output (also: the NO_COLOR environment variable).")
+	o.reportFlags.addFlags(cmd.Flags(), render.ReportFormats)
 	registerCompletions(cmd, reg)
 	return cmd
 }
@@ -155,15 +179,7 @@ func (o *ScanOptions) Complete() error {
 }
 
 // Validate checks the flag values.
-func (o *ScanOptions) Validate() error {
-	if !contains(render.ReportFormats, o.Output) {
-		return fmt.Errorf("invalid --output %q: want one of %s", o.Output, strings.Join(render.ReportFormats, ", "))
-	}
-	if _, err := failOnSeverity(o.FailOn); err != nil {
-		return err
-	}
-	return nil
-}
+func (o *ScanOptions) Validate() error { return o.reportFlags.validate(render.ReportFormats) }
 
 // Run scans and prints the report.
 func (o *ScanOptions) Run(ctx context.Context) error {

@@ -256,6 +256,9 @@ func plural(n int) string {
 	return "s"
 }
 
+// CoverageNote says what the checks could not read, as the report's last lines do.
+func CoverageNote(w io.Writer, c report.Coverage) error { return coverageNote(w, c) }
+
 func coverageNote(w io.Writer, c report.Coverage) error {
 	defer func() {
 		for _, n := range c.Notes {

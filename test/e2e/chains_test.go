@@ -53,6 +53,7 @@ func TestBlockingChains(t *testing.T) {
 	}
 	t.Run("claim deleted while its pod runs", e.claimInUse)
 	t.Run("foreground deletion held by a pod on a dead node", e.foregroundOnDeadNode)
+	t.Run("why on one object", e.whyOneObject)
 	t.Run("claim held by its pod Terminating on a dead node", e.claimOnDeadNode)
 	t.Run("CRD held by an instance's finalizer", e.crdInstance)
 	t.Run("load balancer Service no controller acts on", e.loadBalancerNobodyActs)
@@ -225,18 +226,45 @@ func (e *teEnv) foregroundOnDeadNode(t *testing.T) {
 	}
 	assertNoProtectionRemoval(t, rep)
 
+	// why on each object of the chain gives the scan's verdicts and IDs; on the Deployment it draws
+	// the chain down to the pod, whose finding carries the fix.
+	p := pluginOn(e.c.Kubeconfig)
+	var whyDep *report.Report
+	for _, f := range []report.Finding{dep, rs, pod} {
+		doc := whyAgreesWithScan(t, p, rep, f, "--checks", teCheck, "--min-age", "0s")
+		if f.ID == dep.ID {
+			whyDep = doc
+		}
+	}
+	tree := p.why(t, "deploy/web", "-n", ns, "--checks", teCheck, "--min-age", "0s").wantExit(2).stdout
+	t.Logf("why deploy/web -n %s:\n%s", ns, tree)
+	for _, want := range []string{"ch-fg/deployment/web", "└─ ch-fg/replicaset/" + rs.Object.Name, "   └─ ch-fg/pod/" + pod.Object.Name,
+		"ROOT CAUSE node-not-ready [" + pod.ID + ", fix force-delete]", "kubectl workloaddoctor fix -n ch-fg " + pod.ID} {
+		if !strings.Contains(tree, want) {
+			t.Errorf("why deploy/web: no %q in\n%s", want, tree)
+		}
+	}
+
 	table, stderr, code := pluginOn(e.c.Kubeconfig).scan(t, "-n", ns, "--checks", teCheck, "--min-age", "0s").out()
 	if code != 2 || strings.Count(table, "dependents-remaining") != 0 || !strings.Contains(table, "also holds ch-fg/deployment/web") {
 		t.Errorf("table: exit %d, want 2 and the chain folded under the pod's row:\n%s\n%s", code, table, stderr)
 	}
 
-	// fix on the Deployment's finding applies the root's fix: the pod is force-deleted, then the
-	// garbage collector finishes the ReplicaSet and the Deployment on its own.
-	e.fix(t, ns, dep.ID, 0, "applied")
+	// fix on the Deployment's finding, by the ID why printed, applies the root's fix: the pod is
+	// force-deleted, then the garbage collector finishes the ReplicaSet and the Deployment on its own.
+	// why --watch on the Deployment, started before the fix, follows the chain as it clears and
+	// ends by itself once the Deployment is gone.
+	watch := p.start(t, "why", "deploy/web", "-n", ns, "--watch", "--checks", teCheck, "--min-age", "0s")
+	e.fix(t, ns, whyDep.Findings[0].ID, 0, "applied")
 	eventually(t, 60*time.Second, "the deployment gone", func(ctx context.Context) (bool, error) {
 		_, err := e.cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), teIgnoreNotFound(err)
 	})
+	run := watch.wait().wantExit(0)
+	if !strings.HasPrefix(run.stdout, "OBJECT") || !strings.HasSuffix(run.stdout, "deployments.apps \"web\" in namespace \"ch-fg\" is gone.\n") {
+		t.Errorf("why --watch: want the tree, then the Deployment gone:\n%s", run.stdout)
+	}
+	t.Logf("why --watch deploy/web:\n%s", run.stdout)
 }
 
 var chGadgets = schema.GroupVersionResource{Group: "example.org", Version: "v1", Resource: "gadgets"}

@@ -243,6 +243,9 @@ func TestKruiseChecks(t *testing.T) {
 			[]string{"restart-controller-leader", "requeue-workload"})
 		krDegraded(t, rep, "expectations-unsatisfied", "pods/log")
 		krDegraded(t, rep, "stuck-preparing-normal", "pods/log")
+		for _, f := range []report.Finding{exp, pn} {
+			whyAgreesWithScan(t, pluginOn(k.c.Kubeconfig), rep, f, "--kruise-namespace", "kruise-gate", "--checks", krChecks, "--min-age", "0s")
+		}
 		_ = cs
 	})
 

@@ -319,6 +319,7 @@ func (e *teEnv) namespaceDiscovery(t *testing.T) {
 	if !strings.Contains(f.Summary, svcName) {
 		t.Errorf("summary %q does not name the APIService", f.Summary)
 	}
+	whyAgreesWithScan(t, pluginOn(e.c.Kubeconfig), rep, f, "--checks", teCheck, "--min-age", "0s")
 	// The broken API also hides resources from the scan itself: coverage says so.
 	degraded := false
 	for _, n := range rep.Coverage.Degraded {

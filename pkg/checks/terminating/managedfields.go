@@ -52,3 +52,8 @@ func managerNames(entries []metav1.ManagedFieldsEntry) []string {
 	sort.Strings(out)
 	return out
 }
+
+// FinalizerManagers is finalizerManagers for other packages: `why` says who added each finalizer.
+func FinalizerManagers(m metav1.Object, fin string) []metav1.ManagedFieldsEntry {
+	return finalizerManagers(m, fin)
+}

@@ -1,0 +1,168 @@
+// Package why diagnoses one object: `kubectl workloaddoctor why TYPE/NAME`. It resolves the type
+// the way kubectl does, reads the object, runs the scan's own checks on a snapshot of the
+// object's namespace, and keeps the findings about the object and the chain of stuck objects it
+// waits on, down to the root cause.
+//
+// Why this gives the scan's verdict for the object: `why` does not re-implement a diagnosis. It
+// runs scan.Run, the same collector stages (bulk lists, index, the reads the checks declare,
+// evidence) and the same checks, on the scope `scan -n NAMESPACE` reads: the object's namespace
+// (a Namespace's own name for a Namespace). A check judges an object only on what that scope
+// reads (its pods, owners, dependents, events, and the cluster-wide inputs every scan reads
+// whole: nodes, node Leases, webhooks, controllers' Leases), so the finding on the object, its
+// evidence, its blockedBy chain and its ID are the ones `scan -n NAMESPACE` reports, and the ID
+// is the one `fix` acts on. Pods are never listed cluster-wide: the bulk pod list is the
+// namespace's, metadata-only, and only the pods the checks declare are read in full.
+//
+// What it costs: the namespace scan plus one GET of the object (measured in test/e2e why_test.go).
+// The inputs every scan reads cluster-wide (nodes, node Leases, leader Leases, webhooks) are read
+// whole here too: reading only the nodes and Leases the object's chain names would change the
+// evidence some checks give (how many nodes were listed), so it waits for the checks to declare
+// such reads themselves, as they declare their pod reads.
+//
+// Cluster-scoped objects other than Namespaces (Nodes, PersistentVolumes, CRDs) would need the
+// whole cluster's pods and objects; `why` refuses them and points at `scan -A`.
+package why
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/collect"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/scan"
+)
+
+// ErrNotFound is the error of Run when the object does not exist (any more).
+var ErrNotFound = errors.New("not found")
+
+// Target is the object asked about, its type resolved.
+type Target struct {
+	Resource   schema.GroupVersionResource
+	Kind       string
+	Namespaced bool
+	Namespace  string
+	Name       string
+}
+
+// ParseArgs splits the command line's TYPE/NAME or TYPE NAME.
+func ParseArgs(args []string) (typ, name string, err error) {
+	switch len(args) {
+	case 1:
+		t, n, ok := strings.Cut(args[0], "/")
+		if !ok || t == "" || n == "" {
+			return "", "", fmt.Errorf("want TYPE/NAME or TYPE NAME, got %q", args[0])
+		}
+		return t, n, nil
+	case 2:
+		if strings.Contains(args[0], "/") || args[0] == "" || args[1] == "" {
+			return "", "", fmt.Errorf("want TYPE/NAME or TYPE NAME, got %q", strings.Join(args, " "))
+		}
+		return args[0], args[1], nil
+	}
+	return "", "", fmt.Errorf("want TYPE/NAME or TYPE NAME, got %d arguments", len(args))
+}
+
+// Resolve finds the resource typ names through the RESTMapper, as kubectl does: a resource
+// (plural or singular), a short name or a kind, optionally qualified by group (deployments.apps).
+// namespace is the one -n or the kubeconfig gave; a cluster-scoped target drops it.
+func Resolve(mapper meta.RESTMapper, typ, name, namespace string) (Target, error) {
+	gvr, err := mapper.ResourceFor(schema.ParseGroupResource(typ).WithVersion(""))
+	if err != nil {
+		return Target{}, fmt.Errorf("the server doesn't have a resource type %q", typ)
+	}
+	gvk, err := mapper.KindFor(gvr)
+	if err != nil {
+		return Target{}, fmt.Errorf("resolve the kind of %s: %w", gvr.GroupResource(), err)
+	}
+	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return Target{}, fmt.Errorf("resolve %s: %w", gvk.Kind, err)
+	}
+	t := Target{Resource: mapping.Resource, Kind: gvk.Kind, Name: name,
+		Namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace}
+	if t.Namespaced {
+		t.Namespace = namespace
+	}
+	if !t.Namespaced && !t.isNamespace() {
+		return Target{}, fmt.Errorf("why diagnoses namespaced objects and namespaces; for the cluster-scoped %s %s run: kubectl workloaddoctor scan -A", gvk.Kind, name)
+	}
+	return t, nil
+}
+
+func (t Target) isNamespace() bool {
+	return t.Resource.Group == "" && t.Resource.Resource == "namespaces"
+}
+
+// scopeNamespace is the namespace whose scan diagnoses the target.
+func (t Target) scopeNamespace() string {
+	if t.isNamespace() {
+		return t.Name
+	}
+	return t.Namespace
+}
+
+// String names the target the way kubectl does in its errors.
+func (t Target) String() string {
+	s := t.Resource.GroupResource().String() + " \"" + t.Name + "\""
+	if t.Namespaced {
+		s += " in namespace \"" + t.Namespace + "\""
+	}
+	return s
+}
+
+// Result is one object's diagnosis.
+type Result struct {
+	// Object is the object asked about, as read just before the scan.
+	Object report.ObjectRef
+	// Namespace is the namespace the scan read; `fix -n Namespace ID` finds the same findings.
+	Namespace string
+	// Report holds the findings the answer is made of, in chain order (the object's own first,
+	// the root last), with the whole scan's metadata and coverage.
+	Report *report.Report
+	Trees  []*Node
+	// HeldBy are the stuck objects whose findings wait on this object.
+	HeldBy []report.ObjectRef
+	// Finalizers are the object's finalizers, each with who added it.
+	Finalizers []Finalizer
+	// Now is the scan's clock, for ages; ClockOffset how far it is ahead of the local one.
+	Now         time.Time
+	ClockOffset time.Duration
+}
+
+// Run reads the target and diagnoses it. opts.Scope is replaced by the target's namespace.
+func Run(ctx context.Context, c collect.Clients, t Target, opts scan.Options) (*Result, error) {
+	u, err := c.Dynamic.Resource(t.Resource).Namespace(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("%s %w", t, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", t, err)
+	}
+	m := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()}}
+	if raw, ok := u.Object["metadata"].(map[string]any); ok {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &m.ObjectMeta); err != nil {
+			return nil, fmt.Errorf("decode the metadata of %s: %w", t, err)
+		}
+	}
+	opts.Scope.Namespace, opts.Scope.AllNamespaces, opts.Scope.LabelSelector = t.scopeNamespace(), false, ""
+	r, snap, err := scan.Run(ctx, c, opts)
+	if err != nil {
+		return nil, err
+	}
+	obj := report.ObjectRef{APIVersion: t.Resource.GroupVersion().String(), Kind: t.Kind, Namespace: m.Namespace, Name: m.Name,
+		UID: string(m.UID), ResourceVersion: m.ResourceVersion}
+	res := Build(r, obj, stateIn(snap, obj, ownState(u, snap.Now)))
+	res.Namespace = t.scopeNamespace()
+	res.Finalizers = finalizers(m)
+	res.Now, res.ClockOffset = snap.Now, snap.ClockOffset
+	return res, nil
+}

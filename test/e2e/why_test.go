@@ -1,0 +1,149 @@
+package e2e
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/builtin"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/collect"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/scan"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/why"
+)
+
+// whyOneObject: why on a healthy pod that kwok runs on a live node says nothing holds it (exit 0),
+// whatever way its type is written; an object or a type that does not exist is one error line
+// (exit 1); and what why reads is the pod's namespace, never a cluster-wide list of pods.
+func (e *teEnv) whyOneObject(t *testing.T) {
+	const ns = "ch-why"
+	e.namespace(t, ns)
+	e.podOn(t, ns, "web-0", chLive)
+	p := pluginOn(e.c.Kubeconfig)
+
+	out := p.why(t, "pod/web-0", "-n", ns, "--min-age", "0s").wantExit(0).stdout
+	if !strings.Contains(out, "ch-why/pod/web-0   Running   nothing holds it") || !strings.Contains(out, "Nothing holds ch-why/pod/web-0") {
+		t.Errorf("why on a healthy pod:\n%s", out)
+	}
+	for _, args := range [][]string{{"po", "web-0"}, {"pods/web-0"}, {"Pod/web-0"}, {"ns/" + ns}, {"namespace", ns}} {
+		p.why(t, append(args, "-n", ns, "--min-age", "0s")...).wantExit(0)
+	}
+
+	// Completion, as kubectl runs it for a plugin: the names of that type in the namespace. The
+	// last argument is the word being completed.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{{[]string{"po", ""}, "web-0\n"}, {[]string{"pod/"}, "pod/web-0\n"}} {
+		out := p.run(t, append([]string{"__complete", "why", "-n", ns}, c.args...)).wantExit(0).stdout
+		if !strings.HasPrefix(out, c.want) {
+			t.Errorf("__complete why %v: %q, want it to start %q", c.args, out, c.want)
+		}
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"pod/nope", "-n", ns}, `error: pods "nope" in namespace "ch-why" not found`},
+		{[]string{"frobnicate", "web-0", "-n", ns}, `error: the server doesn't have a resource type "frobnicate"`},
+		{[]string{"node/" + chLive}, "error: why diagnoses namespaced objects and namespaces; for the cluster-scoped Node " + chLive},
+		{[]string{"pod"}, "error: want TYPE/NAME or TYPE NAME"},
+	} {
+		_, stderr, _ := p.why(t, c.args...).wantExit(1).out()
+		if !strings.HasPrefix(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("why %s: stderr %q, want one line starting %q", strings.Join(c.args, " "), stderr, c.want)
+		}
+	}
+
+	// The same answer in process, every request logged: the namespace's pods, listed there.
+	log, clients := loggedClients(t, e.c)
+	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(clients.Discovery)), clients.Discovery, nil)
+	target, err := why.Resolve(mapper, "po", "web-0", ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := why.Run(e.ctx, clients, target, scan.Options{Checks: builtin.Checks().All()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Report.Findings) != 0 || res.Trees[0].State != "Running" {
+		t.Errorf("in process: findings %v, state %q", res.Report.Findings, res.Trees[0].State)
+	}
+	if all := log.matching("GET", "/api/v1/pods"); len(all) > 0 {
+		t.Errorf("why listed pods cluster-wide: %v", all)
+	}
+	if len(log.matching("GET", "/api/v1/namespaces/"+ns+"/pods")) == 0 {
+		t.Errorf("why did not list the pods of %s", ns)
+	}
+
+	// What why costs next to the scans it stands in for, measured on this small cluster.
+	for _, c := range []struct {
+		what string
+		run  func(clients collect.Clients) error
+	}{
+		{"why pod/web-0", func(clients collect.Clients) error {
+			_, err := why.Run(e.ctx, clients, target, scan.Options{Checks: builtin.Checks().All()})
+			return err
+		}},
+		{"scan -n " + ns, func(clients collect.Clients) error {
+			_, _, err := scan.Run(e.ctx, clients, scan.Options{Scope: snapshot.Scope{Namespace: ns}, Checks: builtin.Checks().All()})
+			return err
+		}},
+		{"scan -A", func(clients collect.Clients) error {
+			_, _, err := scan.Run(e.ctx, clients, scan.Options{Scope: snapshot.Scope{AllNamespaces: true}, Checks: builtin.Checks().All()})
+			return err
+		}},
+	} {
+		m, clients := meteredClients(t, e.c)
+		if err := c.run(clients); err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		t.Logf("%s: %d requests, %d response bytes", c.what, m.requests.Load(), m.bytes.Load())
+	}
+}
+
+// meter counts the requests a client sends and the bytes of the answers it reads.
+type meter struct {
+	next            http.RoundTripper
+	requests, bytes atomic.Int64
+}
+
+func (m *meter) RoundTrip(req *http.Request) (*http.Response, error) {
+	m.requests.Add(1)
+	resp, err := m.next.RoundTrip(req)
+	if resp != nil && resp.Body != nil {
+		resp.Body = &countedBody{ReadCloser: resp.Body, n: &m.bytes}
+	}
+	return resp, err
+}
+
+type countedBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+// meteredClients are the collector's clients for c, metered.
+func meteredClients(t testing.TB, c *testcluster.Cluster) (*meter, collect.Clients) {
+	t.Helper()
+	m := &meter{}
+	cfg := c.RESTConfig()
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { m.next = rt; return m })
+	clients, err := scan.Clients(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, clients
+}
