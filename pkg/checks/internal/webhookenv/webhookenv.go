@@ -15,6 +15,7 @@ import (
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/admission"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/internal/kruiseenv"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
@@ -50,7 +51,8 @@ func New(s *snapshot.Snapshot) *Env {
 	sort.SliceStable(events, func(i, j int) bool { return snapshot.EventTime(events[i]).Before(snapshot.EventTime(events[j])) })
 	seen := map[string]bool{}
 	for _, ev := range events {
-		e.failures = append(e.failures, ev.Message)
+		// Kruise's FailedCreate events dump the pod, whose env evidence never prints.
+		e.failures = append(e.failures, kruiseenv.EventMessage(ev.Message))
 		name := failedCall.FindStringSubmatch(ev.Message)[1]
 		obj := ev.InvolvedObject.Kind + " " + ev.InvolvedObject.Namespace + "/" + ev.InvolvedObject.Name
 		if !seen[name+"\x00"+obj] {
@@ -125,6 +127,16 @@ func (e *Env) Named(name string, req admission.Request, quoted ...string) (Judge
 	return *found, true
 }
 
+// Quoted returns the webhook a message quotes as failing to call (`failed calling webhook
+// "NAME"`), judged for the write req with the message counted as a recent failure.
+func (e *Env) Quoted(msg string, req admission.Request) (Judged, bool) {
+	m := failedCall.FindStringSubmatch(msg)
+	if m == nil {
+		return Judged{}, false
+	}
+	return e.Named(m[1], req, msg)
+}
+
 // Blocking returns the first webhook that blocks the write req (see Judged.Blocks).
 func (e *Env) Blocking(req admission.Request) (Judged, bool) {
 	for _, w := range e.hooks {
@@ -190,8 +202,8 @@ func (j Judged) BlockedBy() []report.BlockRef {
 
 // Remedy is what a person does about a webhook that fails closed and cannot be called.
 func (j Judged) Remedy() string {
-	return fmt.Sprintf("Restore the webhook's backend (%s); if what installed the webhook is gone for good, delete %s %s, "+
-		"once you are sure the control it enforced is no longer wanted", j.Backend.Reason, j.Hook.Kind, j.Hook.Config)
+	return fmt.Sprintf("Restore the webhook's backend (what it calls, and the pods behind it); if what installed the webhook is gone "+
+		"for good, delete %s %s, once you are sure the control it enforced is no longer wanted", j.Hook.Kind, j.Hook.Config)
 }
 
 func firstN(items []string, n int) []string {
