@@ -43,6 +43,8 @@ type rwCase struct {
 	rootCause string
 	evidence  []string
 	blockedBy []report.BlockRef
+	// refusal is what the Deployment's ReplicaFailure quotes once the rollout is refused.
+	refusal string
 }
 
 // TestRolloutWebhookRefusesPods (issue 27) rolls Deployments on the real kube-controller-manager
@@ -54,7 +56,8 @@ type rwCase struct {
 // pkg/controller/deployment/sync.go); the scan names the webhook, its configuration, its
 // failurePolicy and its backend's state. Neighbours on the same cluster: a webhook with
 // failurePolicy Ignore whose Service is gone, and fail-closed ones whose namespaceSelector or
-// objectSelector leaves the pods out: the rollouts complete and nothing is named.
+// objectSelector leaves the pods out: the rollouts complete and nothing is named. A loopback
+// webhook that answers and denies is the template breaking a policy: pod-creation-refused.
 // The apiserver calls a Service's ClusterIP (ResolveCluster, k8s.io/apiserver pkg/util/proxy), so
 // what a call to the Service without endpoints meets depends on the machine's network; the scan
 // judges that backend by the Service's EndpointSlices, which the test asserts.
@@ -70,7 +73,7 @@ func TestRolloutWebhookRefusesPods(t *testing.T) {
 	if _, err := e.cs.CoreV1().Services(rwHooks).Create(t.Context(), idle, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	server := startAdmissionServer(t)
+	server, denier := startAdmissionServer(t, ""), startAdmissionServer(t, "image registry.example.com/shop/web:1.1 is not signed")
 
 	policy := func(ns string) report.BlockRef {
 		return report.BlockRef{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration", Name: ns}
@@ -87,15 +90,21 @@ func TestRolloutWebhookRefusesPods(t *testing.T) {
 			rwHook("namespaces", "rw-unselected", rwGone, checktest.NamespaceSelector(&metav1.LabelSelector{MatchLabels: map[string]string{"policy": "enforced"}})),
 			rwHook("objects", "rw-unselected", rwGone, checktest.ObjectSelector(&metav1.LabelSelector{MatchLabels: map[string]string{"policy": "enforced"}}))}},
 		{ns: "rw-missing", hooks: []admissionregistrationv1.ValidatingWebhook{rwHook("validate", "rw-missing", rwGone)},
-			rootCause: "admission-webhook-unavailable", blockedBy: []report.BlockRef{policy("rw-missing"), service(rwGone)},
+			rootCause: "admission-webhook-unavailable", refusal: `service "rw-gone" not found`, blockedBy: []report.BlockRef{policy("rw-missing"), service(rwGone)},
 			evidence: []string{"ValidatingWebhookConfiguration rw-missing, webhook validate.rw-missing.e2e.example.com is called for the creates of its pods: rule CREATE core/v1 pods",
 				"failurePolicy Fail, calls Service rw-hooks/rw-gone port 443", "Service rw-hooks/rw-gone: not found",
 				"its backend is unavailable: Service rw-hooks/rw-gone does not exist", `service "rw-gone" not found`}},
 		{ns: "rw-no-endpoints", hooks: []admissionregistrationv1.ValidatingWebhook{rwHook("validate", "rw-no-endpoints", rwIdle)},
-			rootCause: "admission-webhook-unavailable", blockedBy: []report.BlockRef{policy("rw-no-endpoints"), service(rwIdle)},
+			rootCause: "admission-webhook-unavailable", refusal: "failed calling webhook", blockedBy: []report.BlockRef{policy("rw-no-endpoints"), service(rwIdle)},
 			evidence: []string{"webhook validate.rw-no-endpoints.e2e.example.com is called for the creates of its pods",
 				"Service rw-hooks/rw-idle port 443 (https): 0/0 endpoints ready", "its backend is unavailable: Service rw-hooks/rw-idle has no ready endpoint"}},
 		{ns: "rw-server", hooks: []admissionregistrationv1.ValidatingWebhook{rwHook("validate", "rw-server", "", server.clientConfig)}},
+		{ns: "rw-denied", hooks: []admissionregistrationv1.ValidatingWebhook{rwHook("validate", "rw-denied", "", denier.clientConfig)},
+			rootCause: "pod-creation-refused", refusal: "denied the request", evidence: []string{
+				"refused by AdmissionWebhook validate.rw-denied.e2e.example.com: denied the request: image registry.example.com/shop/web:1.1 is not signed",
+				"ValidatingWebhookConfiguration rw-denied, webhook validate.rw-denied.e2e.example.com is called for the creates of its pods",
+				"failurePolicy Fail, calls URL https://" + denier.addr, "its backend is available: it answered the apiserver and denied the request",
+				"make the template meet its policy"}},
 	}
 	t.Run("deployments", func(t *testing.T) {
 		for _, rc := range cases {
@@ -123,12 +132,13 @@ func TestRolloutWebhookRefusesPods(t *testing.T) {
 		})
 	}
 	e.probePodCreate(t, "rw-server", func(err error) bool { return err == nil && server.calls.Load() > 0 })
+	e.probePodCreate(t, "rw-denied", func(err error) bool { return err != nil && strings.Contains(err.Error(), "denied the request") })
 
 	t.Run("rolled", func(t *testing.T) {
 		for _, rc := range cases {
 			t.Run(rc.ns, func(t *testing.T) {
 				t.Parallel()
-				e.rollPastWebhooks(t, rc.ns, coreImageNext, rc.rootCause != "", "")
+				e.rollPastWebhooks(t, rc.ns, coreImageNext, rc.refusal)
 			})
 		}
 	})
@@ -146,7 +156,7 @@ func TestRolloutWebhookRefusesPods(t *testing.T) {
 		evidence: []string{"webhook validate.rw-server.e2e.example.com is called for the creates of its pods",
 			"failurePolicy Fail, calls URL https://" + server.addr, "connect: connection refused",
 			"its backend is unavailable: calls fail: nothing listens behind it (connection refused)"}}
-	e.rollPastWebhooks(t, down.ns, "registry.example.com/shop/web:1.2", true, "connection refused")
+	e.rollPastWebhooks(t, down.ns, "registry.example.com/shop/web:1.2", "connect: connection refused")
 	rep = pluginOn(c.Kubeconfig).scan(t, "-A", "-o", "json", "--min-age", "0s").wantExit(2).report()
 	down.assert(t, rep)
 }
@@ -183,18 +193,17 @@ func (e *coreEnv) probePodCreate(t *testing.T, ns string, ok func(error) bool) {
 }
 
 // rollPastWebhooks rolls web in ns to image and waits until the Deployment completes the rollout
-// or, when refused, copies a ReplicaFailure quoting `failed calling webhook` and quote.
-func (e *coreEnv) rollPastWebhooks(t *testing.T, ns, image string, refused bool, quote string) {
+// or, with a refusal, copies a ReplicaFailure quoting it.
+func (e *coreEnv) rollPastWebhooks(t *testing.T, ns, image, refusal string) {
 	t.Helper()
 	e.patch(t, ns, "deployments", "web", coreRollTo(image, ""))
-	if !refused {
+	if refusal == "" {
 		e.waitDeployment(t, ns, "web", "the rollout past the webhooks to complete", coreDeploymentComplete)
 		return
 	}
-	got := e.waitDeployment(t, ns, "web", "ReplicaFailure=True FailedCreate quoting the webhook", func(d *appsv1.Deployment) bool {
-		msg := coreConditionOf(d, appsv1.DeploymentReplicaFailure).Message
+	got := e.waitDeployment(t, ns, "web", "ReplicaFailure=True FailedCreate quoting "+refusal, func(d *appsv1.Deployment) bool {
 		return coreDeploymentObserved(d) && coreCondition(d, appsv1.DeploymentReplicaFailure, corev1.ConditionTrue, "FailedCreate") &&
-			strings.Contains(msg, "failed calling webhook") && strings.Contains(msg, quote)
+			strings.Contains(coreConditionOf(d, appsv1.DeploymentReplicaFailure).Message, refusal)
 	})
 	if got.Status.UpdatedReplicas != 0 || got.Status.AvailableReplicas != 1 {
 		t.Fatalf("want the old pod serving and no new one: %s", coreDeploymentState(got))
@@ -222,21 +231,27 @@ func (rc *rwCase) assert(t *testing.T, rep *report.Report) {
 	if !slices.Equal(f.BlockedBy, rc.blockedBy) {
 		t.Errorf("blockedBy %+v, want %+v", f.BlockedBy, rc.blockedBy)
 	}
-	if name := "webhook validate." + rc.ns + ".e2e.example.com rejects its new pods"; !strings.Contains(f.Summary, name) {
+	name := "webhook validate." + rc.ns + ".e2e.example.com rejects its new pods"
+	if rc.rootCause == "pod-creation-refused" {
+		name = "(AdmissionWebhook validate." + rc.ns + ".e2e.example.com)"
+	}
+	if !strings.Contains(f.Summary, name) {
 		t.Errorf("summary %q does not say %q", f.Summary, name)
 	}
 }
 
 // admissionServer is a validating webhook the test runs on loopback, with a certificate authority
-// of its own that the webhook's caBundle trusts: it allows every request and counts them.
+// of its own that the webhook's caBundle trusts: it allows every request (or denies it, saying
+// deny) and counts them.
 type admissionServer struct {
 	addr  string
 	caPEM []byte
+	deny  string
 	calls atomic.Int32
 	srv   *http.Server
 }
 
-func startAdmissionServer(t *testing.T) *admissionServer {
+func startAdmissionServer(t *testing.T, deny string) *admissionServer {
 	t.Helper()
 	caPEM, cert, err := testcluster.LoopbackTLS()
 	if err != nil {
@@ -246,7 +261,7 @@ func startAdmissionServer(t *testing.T) *admissionServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &admissionServer{addr: ln.Addr().String(), caPEM: caPEM}
+	a := &admissionServer{addr: ln.Addr().String(), caPEM: caPEM, deny: deny}
 	a.srv = &http.Server{Handler: http.HandlerFunc(a.review), ReadHeaderTimeout: 5 * time.Second,
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
 	go func() { _ = a.srv.ServeTLS(ln, "", "") }()
@@ -260,7 +275,7 @@ func (a *admissionServer) clientConfig(h *admissionregistrationv1.ValidatingWebh
 	h.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &u, CABundle: a.caPEM}
 }
 
-// review answers an AdmissionReview v1: allowed, for the request's UID.
+// review answers an AdmissionReview v1 for the request's UID: allowed, or denied with a.deny.
 func (a *admissionServer) review(w http.ResponseWriter, r *http.Request) {
 	var review admissionv1.AdmissionReview
 	if err := json.NewDecoder(r.Body).Decode(&review); err != nil || review.Request == nil {
@@ -268,7 +283,10 @@ func (a *admissionServer) review(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.calls.Add(1)
-	review.Response = &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
+	review.Response = &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: a.deny == ""}
+	if a.deny != "" {
+		review.Response.Result = &metav1.Status{Message: a.deny, Code: http.StatusForbidden}
+	}
 	review.Request = nil
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(&review)

@@ -47,6 +47,10 @@ func (p *pass) judgeRefuser(r *rollout, ref *refusal) {
 	j, ok := env.Named(ref.by.name, req, ref.message)
 	switch {
 	case ok:
+		if !ref.by.callFailed && j.Backend.State == admission.Unknown {
+			// A webhook that denied was called and answered: a URL's backend is up too.
+			j.Backend.State, j.Backend.Reason = admission.Available, "it answered the apiserver and denied the request"
+		}
 		ref.hook = &j
 		ref.lines = append(ref.lines, j.Evidence(env, "the creates of its pods")...)
 	case env.Unread() != nil:

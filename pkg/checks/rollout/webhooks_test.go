@@ -91,6 +91,8 @@ func TestWebhookRefusesPodCreates(t *testing.T) {
 			"refused by AdmissionWebhook validate.policy.example.com: denied the request: image registry.example.com/api:2.0 is not signed",
 			"ValidatingWebhookConfiguration policy-engine, webhook validate.policy.example.com is called for the creates of its pods",
 			"its backend is available: Service policy-system/policy-engine has 2 ready endpoint(s)"}},
+		{"denied by a URL webhook", refusedBy(hookDenied, policyHooks(ct.WebhookURL("https://policy.example.com/validate")), nil), RootCausePodCreationRefused, []string{
+			"calls URL https://policy.example.com", "its backend is available: it answered the apiserver and denied the request"}},
 		{"configuration removed since", refusedBy(hookGone, nil, nil), RootCausePodCreationRefused, []string{
 			"no webhook configuration read has a webhook named validate.policy.example.com"}},
 		{"now Ignore", refusedBy(hookGone, policyHooks(ct.FailurePolicy(admissionregistrationv1.Ignore)), engineGone), RootCausePodCreationRefused, []string{
