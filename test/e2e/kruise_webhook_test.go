@@ -76,7 +76,7 @@ func (k *krEnv) webhookBlocksPodWrites(t *testing.T) {
 		_, refused = k.cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "kruise-manager"})
 		return refused != nil && strings.Contains(refused.Error(), `failed calling webhook "mpod.kb.io"`), nil
 	})
-	k.event(t, api, corev1.EventTypeWarning, "FailedCreate", fmt.Sprintf(`failed to create pod: %v, pod: {"metadata":{"name":"api-x7k2p"}}`, refused))
+	k.event(t, api, corev1.EventTypeWarning, "FailedCreate", fmt.Sprintf(`failed to create pod: %v, pod: {"metadata":{"name":"api-x7k2p"},"spec":{"containers":[{"name":"app","env":[{"name":"API_TOKEN","value":"s3cr3t-value"}]}]}}`, refused))
 	move := []byte(`{"metadata":{"labels":{"lifecycle.apps.kruise.io/state":"Normal"}}}`)
 	for _, pod := range held {
 		_, err := k.cs.CoreV1().Pods(pod.Namespace).Patch(k.ctx, pod.Name, types.MergePatchType, move,
@@ -91,7 +91,11 @@ func (k *krEnv) webhookBlocksPodWrites(t *testing.T) {
 		return []report.BlockRef{{APIVersion: "admissionregistration.k8s.io/v1", Kind: kind, Name: name},
 			{APIVersion: "v1", Kind: "Service", Namespace: kruiseNS, Name: "kruise-webhook-service"}}
 	}
-	rep := pluginOn(k.c.Kubeconfig).scan(t, krArgs(ns, kruiseNS)...).wantExit(2).report()
+	scanned := pluginOn(k.c.Kubeconfig).scan(t, krArgs(ns, kruiseNS)...).wantExit(2)
+	rep := scanned.report()
+	if strings.Contains(scanned.stdout, "s3cr3t-value") {
+		t.Errorf("the report leaks an environment value from the event's pod dump:\n%s", scanned.stdout)
+	}
 	for _, tc := range []struct {
 		check, name string
 		evidence    []string

@@ -95,6 +95,7 @@ func (e *Env) backend(w admission.Webhook, extra ...string) admission.Backend {
 	}
 	failures := append([]string{}, e.failures...)
 	for _, x := range extra {
+		x = kruiseenv.EventMessage(x)
 		// A condition's message that an event quotes already is one failure, not two.
 		if !slices.ContainsFunc(e.failures, func(f string) bool { return strings.Contains(f, x) }) {
 			failures = append(failures, x)
