@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -142,4 +143,23 @@ func (c *Cluster) writeServingCert(name string) (certFile, keyFile string, err e
 		return "", "", err
 	}
 	return certFile, keyFile, nil
+}
+
+// LoopbackTLS makes a certificate authority of its own and a loopback serving certificate it
+// signs: for a server a test runs that the apiserver calls (a webhook), which trusts the CA
+// through caPEM (a webhook's caBundle), not the cluster's.
+func LoopbackTLS() (caPEM []byte, cert tls.Certificate, err error) {
+	authority, err := newCA()
+	if err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	certPEM, keyPEM, err := authority.issue("loopback-server", nil, true)
+	if err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	cert, err = tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, tls.Certificate{}, fmt.Errorf("load loopback serving certificate: %w", err)
+	}
+	return authority.certPEM, cert, nil
 }

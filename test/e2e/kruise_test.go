@@ -284,6 +284,8 @@ func TestKruiseChecks(t *testing.T) {
 		}
 	})
 
+	t.Run("admission-webhook-unavailable: OpenKruise's pod webhooks without their Service", k.webhookBlocksPodWrites)
+
 	t.Run("expectations leaked, confirmed by the leader log, and restart-controller-leader", func(t *testing.T) {
 		const ns = "exp-logs"
 		k.namespace(t, ns)

@@ -32,6 +32,8 @@ func ExpectationsUnsatisfied() checks.Check {
 			{Input: snapshot.InputEvents, Optional: true},
 			{Input: snapshot.InputControllers, Optional: true},
 			{Input: snapshot.InputControllerLogs, Optional: true},
+			{Input: snapshot.InputAdmission, Optional: true},
+			{Input: snapshot.InputNamespaces, Optional: true},
 		},
 	}, expectationsDoc)}
 }

@@ -27,6 +27,7 @@ func (p *pass) expectationsFinding(v *frozenWorkload) report.Finding {
 func expectationsRules() []checks.Rule[*pass, *frozenWorkload] {
 	return []checks.Rule[*pass, *frozenWorkload]{
 		frozenControllerDown,
+		frozenWebhookBlocks,
 		frozenCreationFailing,
 		frozenScaleLeakLogged,
 		frozenUpdateLeakLogged,
@@ -74,6 +75,7 @@ func frozenControllerDown(p *pass, v *frozenWorkload) (checks.Draft, bool) {
 		return checks.Draft{}, false
 	}
 	d := p.frozenDraft(v, RootCauseControllerUnavailable, why...)
+	d.Evidence = append(d.Evidence, webhookAlsoDown(p, p.podCreate(v.w), "the create of its pods")...)
 	d.Message = fmt.Sprintf("No kruise-manager leader is running, so nothing reconciles %s %s/%s. Bring the manager back; the workload catches up once a leader runs.",
 		v.w.Kind, v.w.Namespace, v.w.Name)
 	return d, true

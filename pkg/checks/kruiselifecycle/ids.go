@@ -47,6 +47,7 @@ const refCloneSetController = "openkruise/kruise pkg/controller/cloneset/clonese
 func preparingNormalRootCauses() []checks.RootCause {
 	return []checks.RootCause{
 		{ID: RootCauseControllerUnavailable, Severity: report.SeverityError},
+		{ID: RootCauseAdmissionWebhookUnavailable, Severity: report.SeverityError},
 		{ID: RootCauseWorkloadExpectationsBlock, Severity: report.SeverityError, Actions: []string{checks.ActionRestartControllerLeader, checks.ActionRequeueWorkload}},
 		{ID: RootCausePreNormalHookPending, Severity: report.SeverityWarning},
 		{ID: RootCauseOnDeleteRefreshBug, Severity: report.SeverityError},
@@ -61,6 +62,7 @@ func preparingNormalRootCauses() []checks.RootCause {
 func expectationsRootCauses() []checks.RootCause {
 	return []checks.RootCause{
 		{ID: RootCauseControllerUnavailable, Severity: report.SeverityError},
+		{ID: RootCauseAdmissionWebhookUnavailable, Severity: report.SeverityError},
 		{ID: RootCausePodCreationFailing, Severity: report.SeverityError},
 		{ID: RootCauseScaleExpectationsLeaked, Severity: report.SeverityError, Actions: []string{checks.ActionRestartControllerLeader, checks.ActionRequeueWorkload}},
 		{ID: RootCauseUpdateExpectationsLeaked, Severity: report.SeverityError, Actions: []string{checks.ActionRestartControllerLeader, checks.ActionRequeueWorkload}},

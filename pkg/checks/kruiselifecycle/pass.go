@@ -7,6 +7,7 @@ import (
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/internal/kruiseenv"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/internal/webhookenv"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
@@ -22,6 +23,8 @@ type pass struct {
 	// (stuck-preparing-normal names them).
 	expectations checks.Info
 	frozen       map[types.UID]*frozenWorkload
+	// hooks are the admission webhooks, read when first asked for.
+	hooks *webhookenv.Env
 }
 
 // newPass reads the manager once. threshold and ownDefault are the running check's: the

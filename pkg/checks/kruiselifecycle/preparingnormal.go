@@ -35,6 +35,8 @@ func StuckPreparingNormal() checks.Check {
 			{Input: snapshot.InputEvents, Optional: true},
 			{Input: snapshot.InputControllers, Optional: true},
 			{Input: snapshot.InputControllerLogs, Optional: true},
+			{Input: snapshot.InputAdmission, Optional: true},
+			{Input: snapshot.InputNamespaces, Optional: true},
 		},
 	}, preparingNormalDoc), expectations: ExpectationsUnsatisfied().Info()}
 }

@@ -81,6 +81,7 @@ func (sp *stuckPod) settledDraft(rootCause string, evidence ...string) checks.Dr
 func preparingNormalRules() []checks.Rule[*pass, *stuckPod] {
 	return []checks.Rule[*pass, *stuckPod]{
 		preNormalControllerDown,
+		preNormalWebhookBlocks,
 		preNormalWorkloadFrozen,
 		preNormalWorkloadUnread,
 		preNormalHookPending,
@@ -98,6 +99,8 @@ func preNormalControllerDown(p *pass, sp *stuckPod) (checks.Draft, bool) {
 		return checks.Draft{}, false
 	}
 	d := sp.draft(RootCauseControllerUnavailable, why...)
+	d.Evidence = append(d.Evidence, webhookAlsoDown(p, p.webhooks().PodRequest(false, sp.pod.Namespace, sp.pod.Name, sp.pod.Labels),
+		"the update that moves the pod out of PreparingNormal")...)
 	d.Message = "No kruise-manager leader is running, so nothing moves the pod out of PreparingNormal. Bring the manager back."
 	return d, true
 }

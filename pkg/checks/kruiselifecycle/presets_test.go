@@ -122,6 +122,10 @@ func healthy(version string, args ...string) controlPlane {
 }
 
 func snapshotOf(cp controlPlane, workloads []*kruise.Workload, pods []*corev1.Pod, events []*corev1.Event) *snapshot.Snapshot {
+	return clusterOf(cp, workloads, pods, events).Snapshot()
+}
+
+func clusterOf(cp controlPlane, workloads []*kruise.Workload, pods []*corev1.Pod, events []*corev1.Event) checktest.Cluster {
 	c := checktest.Cluster{Workloads: workloads, Pods: pods, Events: events, Unread: map[snapshot.Input]error{}, Logs: map[string]string{}}
 	if cp.mgr != nil {
 		c.Deployments = []*appsv1.Deployment{cp.mgr}
@@ -135,7 +139,7 @@ func snapshotOf(cp controlPlane, workloads []*kruise.Workload, pods []*corev1.Po
 	if cp.logsUnread != "" {
 		c.Unread[snapshot.InputControllerLogs] = errors.New(cp.logsUnread)
 	}
-	return c.Snapshot()
+	return c
 }
 
 func text(s string) *string { return &s }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/internal/kruiseenv"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/internal/webhookenv"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
@@ -33,6 +34,7 @@ func New() checks.Check {
 			{Input: snapshot.InputNodes, Optional: true},
 			{Input: snapshot.InputControllerLogs, Optional: true},
 			{Input: snapshot.InputAdmission, Optional: true},
+			{Input: snapshot.InputNamespaces, Optional: true},
 		},
 	}, documentation)}
 }
@@ -115,6 +117,8 @@ type pass struct {
 	*kruiseenv.Env
 	daemon    *daemonView
 	threshold time.Duration
+	// hooks are the admission webhooks, read once a refused create names one.
+	hooks *webhookenv.Env
 }
 
 func newPass(s *snapshot.Snapshot, threshold time.Duration) *pass {

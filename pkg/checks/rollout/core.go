@@ -135,7 +135,7 @@ func deploymentRollout(s *snapshot.Snapshot, d *appsv1.Deployment) (*rollout, bo
 		// The status counts available pods of every ReplicaSet: at least that many less the
 		// pods not on the new one are the new one's (the new ReplicaSet's own count, once read).
 		ready:           max(0, min(d.Status.UpdatedReplicas, d.Status.AvailableReplicas-(d.Status.Replicas-d.Status.UpdatedReplicas))),
-		deadlineSeconds: d.Spec.ProgressDeadlineSeconds, updating: true,
+		deadlineSeconds: d.Spec.ProgressDeadlineSeconds, updating: true, templateLabels: d.Spec.Template.Labels,
 		core: &coreRollout{dep: d, replicaFailure: failure}}
 	if deadline != nil {
 		r.deadline = &kruise.WorkloadCondition{Type: string(deadline.Type), Status: string(deadline.Status), Reason: deadline.Reason,
@@ -207,7 +207,7 @@ func statefulSetRollout(s *snapshot.Snapshot, sts *appsv1.StatefulSet) (*rollout
 		replicas = *sts.Spec.Replicas
 	}
 	r := &rollout{ref: checks.Ref("apps/v1", "StatefulSet", &sts.ObjectMeta), meta: &sts.ObjectMeta, kind: "StatefulSet",
-		update: sts.Status.UpdateRevision, core: &coreRollout{sts: sts},
+		update: sts.Status.UpdateRevision, core: &coreRollout{sts: sts}, templateLabels: sts.Spec.Template.Labels,
 		creators: []creator{{kind: "StatefulSet", meta: &sts.ObjectMeta}}}
 	if ru := sts.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil && *ru.Partition > 0 {
 		r.partition = min(*ru.Partition, replicas)
@@ -271,8 +271,8 @@ func daemonSetRollout(s *snapshot.Snapshot, ds *appsv1.DaemonSet) (*rollout, boo
 	st := ds.Status
 	r := &rollout{ref: checks.Ref("apps/v1", "DaemonSet", &ds.ObjectMeta), meta: &ds.ObjectMeta, kind: "DaemonSet",
 		target: st.DesiredNumberScheduled, updated: st.UpdatedNumberScheduled,
-		ready:    max(0, st.UpdatedNumberScheduled-(st.DesiredNumberScheduled-st.NumberAvailable)),
-		core:     &coreRollout{ds: ds},
+		ready: max(0, st.UpdatedNumberScheduled-(st.DesiredNumberScheduled-st.NumberAvailable)),
+		core:  &coreRollout{ds: ds}, templateLabels: ds.Spec.Template.Labels,
 		creators: []creator{{kind: "DaemonSet", meta: &ds.ObjectMeta}}}
 	r.updating = r.updated < r.target
 	if r.updated >= r.target && r.ready >= r.target {

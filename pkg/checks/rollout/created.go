@@ -9,6 +9,7 @@ import (
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/internal/kruiseenv"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/internal/webhookenv"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
@@ -19,6 +20,9 @@ type refusal struct {
 	lines   []string
 	message string
 	by      refuser
+	// hook is the webhook the refusal names, as the scan read and judged it; nil when it names
+	// none or none was read.
+	hook *webhookenv.Judged
 }
 
 // refusedCreates looks, for a rollout with fewer live pods on its update revision than it must
@@ -118,6 +122,8 @@ type refuser struct {
 	kind, name string
 	// detail is what the refuser says in the terms a person acts on.
 	detail string
+	// callFailed: the apiserver could not call the webhook (rather than the webhook denying).
+	callFailed bool
 }
 
 // The messages of the admission plugins that refuse pods (kubernetes v1.37.1):
@@ -152,7 +158,7 @@ func refuserOf(msg string) refuser {
 		return refuser{kind: "AdmissionWebhook", name: m[1], detail: "denied the request: " + checks.Truncate(m[2], 200)}
 	}
 	if m := webhookFailed.FindStringSubmatch(msg); m != nil {
-		return refuser{kind: "AdmissionWebhook", name: m[1], detail: "could not be called: " + checks.Truncate(m[2], 200)}
+		return refuser{kind: "AdmissionWebhook", name: m[1], detail: "could not be called: " + checks.Truncate(m[2], 200), callFailed: true}
 	}
 	if m := policyDenied.FindStringSubmatch(msg); m != nil {
 		return refuser{kind: "ValidatingAdmissionPolicy", name: m[1], detail: fmt.Sprintf("binding %s denied the request: %s", m[2], checks.Truncate(m[3], 200))}
@@ -214,6 +220,9 @@ func (r refuser) remedy() string {
 	case "PodSecurity":
 		return fmt.Sprintf("Pod Security admission (%s) rejects the template: make the template meet the level or change the namespace's level", r.name)
 	case "AdmissionWebhook":
+		if !r.callFailed {
+			return fmt.Sprintf("admission webhook %s %s: make the template meet its policy, or change the policy", r.name, r.detail)
+		}
 		return fmt.Sprintf("admission webhook %s %s", r.name, r.detail)
 	case "ValidatingAdmissionPolicy":
 		return fmt.Sprintf("ValidatingAdmissionPolicy %s %s", r.name, r.detail)

@@ -23,6 +23,7 @@ type stall struct {
 func newStall(p *pass, r *rollout) *stall {
 	s := p.Snapshot
 	st := &stall{r: r, refused: refusedCreates(s, r)}
+	p.judgeRefuser(r, &st.refused)
 	for _, meta := range r.pods {
 		pod, full := s.FullPod(meta.UID)
 		if !full {
@@ -114,7 +115,7 @@ func workloadRules() []checks.Rule[*pass, *stall] {
 	for _, c := range podCauses() {
 		rules = append(rules, podsShow(c.id, c.message))
 	}
-	return append(rules, createsRefused, deadlinePassed)
+	return append(rules, createsBlockedByWebhook, createsRefused, deadlinePassed)
 }
 
 // podsShow is the rule of a cause a pod shows.

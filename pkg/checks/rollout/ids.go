@@ -26,8 +26,11 @@ const (
 	RootCausePodCreationRefused        = "pod-creation-refused"
 	RootCauseStatefulSetBrokenPod      = "statefulset-broken-pod"
 	RootCauseDaemonSetNodesUnavailable = "daemonset-nodes-unavailable"
-	RootCauseSidecarSetInFlight        = "sidecarset-update-in-flight"
-	RootCauseSidecarSetStalled         = "sidecarset-update-stalled"
+	// RootCauseAdmissionWebhookUnavailable: the creates are refused because a webhook that fails
+	// closed cannot be called; stuck-terminating names the same cause of a finalizer removal.
+	RootCauseAdmissionWebhookUnavailable = "admission-webhook-unavailable"
+	RootCauseSidecarSetInFlight          = "sidecarset-update-in-flight"
+	RootCauseSidecarSetStalled           = "sidecarset-update-stalled"
 )
 
 // rootCauses are the root causes the check reports, with the severity of their findings and the
@@ -47,6 +50,7 @@ func rootCauses() []checks.RootCause {
 		{ID: RootCausePodsNotReady, Severity: report.SeverityWarning},
 		{ID: RootCauseProgressDeadline, Severity: report.SeverityWarning},
 		{ID: RootCausePodCreationRefused, Severity: report.SeverityError},
+		{ID: RootCauseAdmissionWebhookUnavailable, Severity: report.SeverityError},
 		{ID: RootCauseStatefulSetBrokenPod, Severity: report.SeverityError, Actions: []string{checks.ActionDeletePod}},
 		{ID: RootCauseDaemonSetNodesUnavailable, Severity: report.SeverityError},
 		{ID: RootCauseSidecarSetInFlight, Severity: report.SeverityError, Actions: []string{checks.ActionRestartControllerLeader}},

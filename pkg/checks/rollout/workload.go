@@ -49,6 +49,8 @@ type rollout struct {
 	// pods are the live pods the rollout waits on: on the update revision (or PreparingUpdate),
 	// most recent activity first. owned are all the workload's pods.
 	pods, owned []*metav1.ObjectMeta
+	// templateLabels are the labels of the template the controller creates pods from.
+	templateLabels map[string]string
 	// creators are what the controller records a refused create on (a Warning FailedCreate
 	// event): the workload itself, or a Deployment's new ReplicaSet.
 	creators []creator
@@ -89,7 +91,7 @@ func kruiseRollout(s *snapshot.Snapshot, w *kruise.Workload) (*rollout, bool) {
 		return nil, false
 	}
 	r := &rollout{ref: kruiseenv.WorkloadRef(w), meta: &w.ObjectMeta, kind: w.Kind, hook: w.Lifecycle.InPlaceUpdate,
-		update: w.Status.UpdateRevision, deadlineSeconds: w.ProgressDeadlineSeconds,
+		update: w.Status.UpdateRevision, deadlineSeconds: w.ProgressDeadlineSeconds, templateLabels: w.Template.Labels,
 		creators: []creator{{kind: w.Kind, meta: &w.ObjectMeta}}}
 	if w.Partition != nil && *w.Partition > 0 {
 		r.partition = *w.Partition
