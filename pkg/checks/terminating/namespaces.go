@@ -119,6 +119,8 @@ func (a *pass) namespaceDiscovery(t *target) (checks.Draft, bool) {
 				verdict += "; its group/version " + group + "/" + version + " is named by the condition"
 			}
 			ev = append(ev, verdict)
+			held := a.namespacesWithout(group + "/" + version)
+			ev = append(ev, checks.Evidencef("%d Terminating namespace(s) whose discovery fails on %s/%s: %s", len(held), group, version, strings.Join(firstN(held, 5), ", ")))
 			blamed = append(blamed, fmt.Sprintf("APIService %s (%s)", svc.GetName(), b.Reason))
 			blocked = append(blocked, report.BlockRef{APIVersion: "apiregistration.k8s.io/v1", Kind: "APIService", Name: svc.GetName()})
 		}
@@ -145,6 +147,19 @@ func (a *pass) namespaceDiscovery(t *target) (checks.Draft, bool) {
 		Evidence:  ev,
 		BlockedBy: blocked,
 	}, true
+}
+
+// namespacesWithout are the namespaces being deleted whose discovery failure names gv, by name.
+func (a *pass) namespacesWithout(gv string) []string {
+	var out []string
+	for _, ns := range a.s.Namespaces {
+		if c := namespaceCondition(ns, corev1.NamespaceDeletionDiscoveryFailure); ns.DeletionTimestamp != nil && c != nil &&
+			admission.NamesGroupVersion(c.Message, gv) {
+			out = append(out, ns.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // namespaceContent reports a namespace whose content is not deleted yet, naming what remains.
