@@ -2,11 +2,13 @@ package collect
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/checktest"
@@ -55,5 +57,30 @@ func TestBackendServices(t *testing.T) {
 	}
 	if got := fmt.Sprint(backendServices(s)); got != "[{backup api} {gadgets converter} {monitoring adapter} {policy engine}]" {
 		t.Errorf("services = %s", got)
+	}
+}
+
+// Aggregated discovery hands the resource lists over in no order; they are read group by group,
+// the preferred version first, so a resource served in several versions is always read at the
+// preferred one (for a CRD, not necessarily the version it is stored at).
+func TestInPreferenceOrder(t *testing.T) {
+	gv := func(s string) metav1.GroupVersionForDiscovery {
+		return metav1.GroupVersionForDiscovery{GroupVersion: s}
+	}
+	groups := []*metav1.APIGroup{
+		{Name: "apps", Versions: []metav1.GroupVersionForDiscovery{gv("apps/v1")}, PreferredVersion: gv("apps/v1")},
+		{Name: "example.com", Versions: []metav1.GroupVersionForDiscovery{gv("example.com/v1beta1"), gv("example.com/v1")}, PreferredVersion: gv("example.com/v1")},
+	}
+	for range 20 { // map order differs from run to run
+		lists := []*metav1.APIResourceList{{GroupVersion: "example.com/v1beta1"}, {GroupVersion: "unknown.io/v1"}, {GroupVersion: "example.com/v1"}, {GroupVersion: "apps/v1"}}
+		rand.Shuffle(len(lists), func(i, j int) { lists[i], lists[j] = lists[j], lists[i] })
+		inPreferenceOrder(groups, lists)
+		var got []string
+		for _, l := range lists {
+			got = append(got, l.GroupVersion)
+		}
+		if fmt.Sprint(got) != "[apps/v1 example.com/v1 example.com/v1beta1 unknown.io/v1]" {
+			t.Fatalf("order = %v", got)
+		}
 	}
 }

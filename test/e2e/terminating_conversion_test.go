@@ -78,6 +78,16 @@ func (e *teEnv) conversionServiceMissing(t *testing.T) {
 	if !strings.Contains(f.Summary, "Service gadget-system/gadget-converter does not exist") {
 		t.Errorf("summary %q does not say why", f.Summary)
 	}
+	// The scan lists gadgets at the preferred version too, v1, which needs the webhook:
+	// coverage says so, as a limit that leaves the exit code to the finding (2 above), not as a
+	// blind scan (1).
+	degraded := false
+	for _, n := range rep.Coverage.Degraded {
+		degraded = degraded || (n.Check == teCheck && strings.Contains(n.Reason, "conversion webhook failing: list conv-missing.example.com/gadgets"))
+	}
+	if !degraded || rep.Coverage.Complete {
+		t.Errorf("coverage does not name the failing conversion: %+v", rep.Coverage)
+	}
 }
 
 // conversionUpThenStopped: a conversion webhook the test serves on loopback, up: the namespace
