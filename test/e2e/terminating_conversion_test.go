@@ -71,7 +71,7 @@ func (e *teEnv) conversionServiceMissing(t *testing.T) {
 			"gadgets.conv-missing.example.com (Kind Gadget, stored at conv-missing.example.com/v1beta1)",
 			"CustomResourceDefinition gadgets.conv-missing.example.com: conversion webhook, calls Service gadget-system/gadget-converter port 443",
 			"Service gadget-system/gadget-converter: not found",
-			"1 Terminating namespace(s) held behind this conversion webhook: " + ns}, nil)
+			"1 Terminating namespace(s) in scope held behind this conversion webhook: " + ns}, nil)
 	if len(f.BlockedBy) != 1 || f.BlockedBy[0].Kind != "CustomResourceDefinition" || f.BlockedBy[0].Name != "gadgets.conv-missing.example.com" {
 		t.Errorf("blockedBy %+v, want the CRD", f.BlockedBy)
 	}

@@ -90,7 +90,7 @@ func (a *pass) namespaceConversion(t *target) (checks.Draft, bool) {
 	for _, f := range failing {
 		ev = append(ev, f.backend.Evidence...)
 		held := a.namespacesHeldBy(f.failure)
-		ev = append(ev, checks.Evidencef("%d Terminating namespace(s) held behind this conversion webhook: %s", len(held), strings.Join(firstN(held, 5), ", ")))
+		ev = append(ev, checks.Evidencef("%d Terminating namespace(s) in scope held behind this conversion webhook: %s", len(held), strings.Join(firstN(held, 5), ", ")))
 		if f.crd != nil {
 			blocked = append(blocked, report.BlockRef{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: f.crd.GetName()})
 		}

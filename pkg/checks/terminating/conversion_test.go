@@ -66,7 +66,7 @@ func TestNamespaceConversionWebhook(t *testing.T) {
 				"CustomResourceDefinition gadgets.example.com: conversion webhook, calls Service gadget-system/gadget-converter port 443",
 				"Service gadget-system/gadget-converter: not found",
 				`recent failure: conversion webhook for example.com/v1beta1, Kind=Gadget failed: Post "https://gadget-converter.gadget-system.svc:443/convert?timeout=30s": service "gadget-converter" not found`,
-				"2 Terminating namespace(s) held behind this conversion webhook: other, target", "spec.finalizers [kubernetes]"},
+				"2 Terminating namespace(s) in scope held behind this conversion webhook: other, target", "spec.finalizers [kubernetes]"},
 			message: []string{"Emptying the namespace's spec.finalizers would leave them behind in etcd", "Restore the conversion webhook"}}},
 		{"Service up, certificate refused", world([]*unstructured.Unstructured{crd}, up, failed(convX509)), want{rootCause: RootCauseConversionWebhookUnavailable,
 			summary:  []string{"calls fail on its certificate: x509: certificate signed by unknown authority"},

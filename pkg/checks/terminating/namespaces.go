@@ -120,7 +120,7 @@ func (a *pass) namespaceDiscovery(t *target) (checks.Draft, bool) {
 			}
 			ev = append(ev, verdict)
 			held := a.namespacesWithout(group + "/" + version)
-			ev = append(ev, checks.Evidencef("%d Terminating namespace(s) whose discovery fails on %s/%s: %s", len(held), group, version, strings.Join(firstN(held, 5), ", ")))
+			ev = append(ev, checks.Evidencef("%d Terminating namespace(s) in scope whose discovery fails on %s/%s: %s", len(held), group, version, strings.Join(firstN(held, 5), ", ")))
 			blamed = append(blamed, fmt.Sprintf("APIService %s (%s)", svc.GetName(), b.Reason))
 			blocked = append(blocked, report.BlockRef{APIVersion: "apiregistration.k8s.io/v1", Kind: "APIService", Name: svc.GetName()})
 		}

@@ -39,7 +39,7 @@ func TestStuckTerminatingNamespaces(t *testing.T) {
 					"APIService v1beta1.metrics.k8s.io: calls Service kube-system/metrics-server port 443", "Service kube-system/metrics-server: not found",
 					"recent failure: Available=False (ServiceNotFound)",
 					"APIService v1beta1.metrics.k8s.io: unavailable, Service kube-system/metrics-server does not exist; its group/version metrics.k8s.io/v1beta1 is named by the condition",
-					"1 Terminating namespace(s) whose discovery fails on metrics.k8s.io/v1beta1: target",
+					"1 Terminating namespace(s) in scope whose discovery fails on metrics.k8s.io/v1beta1: target",
 					"spec.finalizers [kubernetes]"},
 				noEvid:  []string{"APIService v1.apps", "recent failure: Discovery failed"},
 				message: []string{"every namespace"},
