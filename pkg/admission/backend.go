@@ -105,11 +105,9 @@ func APIServiceBackend(apiService *unstructured.Unstructured, services Services,
 	cc := admissionregistrationv1.WebhookClientConfig{Service: &ref}
 	group, _, _ := unstructured.NestedString(apiService.Object, "spec", "group")
 	version, _, _ := unstructured.NestedString(apiService.Object, "spec", "version")
-	// The group/version on its own: metrics.k8s.io/v1beta1 is not custom.metrics.k8s.io/v1beta1.
-	mark := regexp.MustCompile(`(^|[^\w.-])` + regexp.QuoteMeta(group+"/"+version) + `($|[^\w.-])`)
 	var quoted []string
 	for _, f := range failures {
-		if mark.MatchString(f) {
+		if NamesGroupVersion(f, group+"/"+version) {
 			quoted = append(quoted, f)
 		}
 	}

@@ -2,7 +2,6 @@ package collect
 
 import (
 	"context"
-	"sort"
 
 	"golang.org/x/sync/errgroup"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -80,12 +79,16 @@ func (col *collector) readAdmission(ctx context.Context) error {
 	return err
 }
 
-// readBackends reads the Services the webhooks call, each by name, and each found Service's
+// readBackends reads the CRDs a namespace being deleted fails to convert (conversion.go), then
+// the Services the apiserver calls (backendServices), each by name, and each found Service's
 // EndpointSlices by their kubernetes.io/service-name label in its namespace, a bounded number at
 // a time: never a list of every Service or EndpointSlice. A Service that does not exist is
 // recorded as such; other failures leave it out and are recorded once for the input.
 func (col *collector) readBackends(ctx context.Context) {
-	refs := webhookServices(col.snap.Admission)
+	if err := col.readConversionCRDs(ctx); err != nil {
+		col.unread(snapshot.InputAdmission, err)
+	}
+	refs := backendServices(col.snap)
 	if len(refs) == 0 {
 		return
 	}
@@ -144,37 +147,6 @@ func (col *collector) readBackend(ctx context.Context, ref serviceRef) (*snapsho
 
 // serviceRef names a Service.
 type serviceRef struct{ namespace, name string }
-
-// webhookServices are the Services the webhooks call, each once, sorted.
-func webhookServices(a snapshot.Admission) []serviceRef {
-	seen := map[serviceRef]bool{}
-	add := func(cc admissionregistrationv1.WebhookClientConfig) {
-		if s := cc.Service; s != nil {
-			seen[serviceRef{s.Namespace, s.Name}] = true
-		}
-	}
-	for _, c := range a.ValidatingWebhooks {
-		for _, w := range c.Webhooks {
-			add(w.ClientConfig)
-		}
-	}
-	for _, c := range a.MutatingWebhooks {
-		for _, w := range c.Webhooks {
-			add(w.ClientConfig)
-		}
-	}
-	out := make([]serviceRef, 0, len(seen))
-	for r := range seen {
-		out = append(out, r)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].namespace != out[j].namespace {
-			return out[i].namespace < out[j].namespace
-		}
-		return out[i].name < out[j].name
-	})
-	return out
-}
 
 // dropManagedFields drops what no check reads and can outweigh the rest of an object.
 func dropManagedFields[T metav1.Object](objs []T) {

@@ -116,9 +116,10 @@ type collector struct {
 // Collect reads the inputs into a new, indexed snapshot. It fails only when the cluster cannot be
 // reached at all; every other failure is recorded in Snapshot.Unread.
 //
-// It runs in stages, each on what the one before read: the bulk lists, the index, the Services
-// the webhooks listed call, the targeted reads the checks declared on that index, and the
-// evidence that only adds detail.
+// It runs in stages, each on what the one before read: the bulk lists, the index, the CRDs that
+// namespaces being deleted fail to convert and the Services the apiserver calls (webhooks,
+// conversion webhooks, APIServices), the targeted reads the checks declared on that index, and
+// the evidence that only adds detail.
 func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Input) (*snapshot.Snapshot, error) {
 	pageSizeSet := opts.PageSize > 0
 	opts.defaults()

@@ -33,12 +33,13 @@ type discovered struct {
 // and for the inputs of those groups (discoveryErr); the groups found are still used.
 func (col *collector) discover(ctx context.Context) {
 	var (
+		groups []*metav1.APIGroup
 		lists  []*metav1.APIResourceList
 		gdf    *discovery.ErrGroupDiscoveryFailed
 		failed error
 	)
 	err := col.retry.Do(ctx, func(context.Context) error {
-		_, lists, failed = col.c.Discovery.ServerGroupsAndResources()
+		groups, lists, failed = col.c.Discovery.ServerGroupsAndResources()
 		if errors.As(failed, &gdf) {
 			return nil
 		}
@@ -59,6 +60,7 @@ func (col *collector) discover(ctx context.Context) {
 		// A stated limit: an API that is down is what the checks diagnose, not a blind scan.
 		col.discErr = fault.LimitError(fmt.Sprintf("discovery failed for %s", strings.Join(names, ", ")))
 	}
+	inPreferenceOrder(groups, lists)
 	for _, l := range lists {
 		gv, err := schema.ParseGroupVersion(l.GroupVersion)
 		if err != nil {
@@ -124,4 +126,29 @@ func (col *collector) groupVersions(group string, known ...string) []string {
 		}
 	}
 	return out
+}
+
+// inPreferenceOrder sorts the resource lists by group, and within a group in the order the
+// server prefers its versions (aggregated discovery hands them over from a map), so that a
+// resource served in several versions is always read at the same one: the preferred, which is
+// also the version the namespace controller and kubectl use.
+func inPreferenceOrder(groups []*metav1.APIGroup, lists []*metav1.APIResourceList) {
+	rank := map[string]int{}
+	for i, g := range groups {
+		for j, v := range g.Versions {
+			rank[v.GroupVersion] = i<<16 | (j + 1)
+		}
+		rank[g.PreferredVersion.GroupVersion] = i << 16
+	}
+	sort.SliceStable(lists, func(i, j int) bool {
+		ri, oki := rank[lists[i].GroupVersion]
+		rj, okj := rank[lists[j].GroupVersion]
+		if oki != okj {
+			return oki
+		}
+		if ri != rj {
+			return ri < rj
+		}
+		return lists[i].GroupVersion < lists[j].GroupVersion
+	})
 }

@@ -70,7 +70,7 @@ func (col *collector) readObjects(ctx context.Context) error {
 		})
 	}
 	_ = g.Wait()
-	var forbidden, failed []string
+	var forbidden, failed, converting []string
 	var found []snapshot.Object
 	for i, r := range todo {
 		switch err := out[i].err; {
@@ -84,6 +84,10 @@ func (col *collector) readObjects(ctx context.Context) error {
 			forbidden = append(forbidden, resourceName(r.gvr))
 		case apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err):
 			// Served in discovery but not listable here: nothing to report.
+		case fault.ConversionFailed(err):
+			// Its objects cannot be read at this version while the webhook is down: what the
+			// stuck-terminating check diagnoses from the namespace condition, not a blind scan.
+			converting = append(converting, fmt.Sprintf("%s (%s)", resourceName(r.gvr), conversionQuote(err)))
 		case err != nil:
 			failed = append(failed, fmt.Sprintf("%s (%v)", resourceName(r.gvr), err))
 		}
@@ -97,6 +101,10 @@ func (col *collector) readObjects(ctx context.Context) error {
 	if len(forbidden) > 0 {
 		sort.Strings(forbidden)
 		errs = append(errs, fault.LimitError("forbidden: list "+summarize(forbidden, 6)))
+	}
+	if len(converting) > 0 {
+		sort.Strings(converting)
+		errs = append(errs, fault.LimitError("conversion webhook failing: list "+summarize(converting, 3)))
 	}
 	if len(failed) > 0 {
 		sort.Strings(failed)

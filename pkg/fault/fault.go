@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -24,6 +25,9 @@ func Transient(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.As(err, &spent) {
 		return false // an exhausted read is not retried again by an outer loop
 	}
+	if ConversionFailed(err) {
+		return false // a conversion webhook that is down stays down a while, like an aggregated API
+	}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
 		code := status.Status().Code
@@ -31,6 +35,16 @@ func Transient(err error) bool {
 			apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err)
 	}
 	return connectionLost(err) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// ConversionFailed reports whether the apiserver answered that a CRD's conversion webhook failed
+// (a 500 whose message quotes the apiextensions-apiserver's `conversion webhook for ... failed`,
+// webhook_converter.go, Convert): the objects of that resource cannot be read at the version
+// asked until the webhook answers, which the checks diagnose.
+func ConversionFailed(err error) bool {
+	var status apierrors.APIStatus
+	return errors.As(err, &status) && status.Status().Code >= 500 &&
+		strings.Contains(status.Status().Message, "conversion webhook for ")
 }
 
 // connectionLost reports whether err says the connection broke before a whole answer arrived.

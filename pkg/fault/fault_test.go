@@ -56,6 +56,10 @@ func TestClassify(t *testing.T) {
 		{"denial summary", LimitError("forbidden: list secrets"), false, false, true},
 		{"joined denials", Join(LimitError("a"), apierrors.NewForbidden(pods, "", errors.New("b"))), false, false, true},
 		{"denial joined with a failure", Join(LimitError("a"), apierrors.NewInternalError(errors.New("b"))), true, true, false},
+		// A CRD's conversion webhook that cannot be called (webhook_converter.go, Convert): it
+		// stays down a while, so the read is not sent again; a write's outcome is still unknown.
+		{"conversion webhook failed", fmt.Errorf("list example.com/gadgets: %w", apierrors.NewInternalError(errors.New(
+			`conversion webhook for example.com/v1beta1, Kind=Gadget failed: Post "https://c.gadgets.svc:443/convert": service "c" not found`))), false, true, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

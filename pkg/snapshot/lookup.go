@@ -9,6 +9,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -188,6 +189,19 @@ func (s *Snapshot) MutatingWebhookConfiguration(name string) (*admissionregistra
 // Service.
 func (s *Snapshot) BackendService(namespace, name string) *BackendService {
 	return s.Admission.Services[namespace+"/"+name]
+}
+
+// ConversionCRD returns the CustomResourceDefinition read for a conversion failure of group
+// and kind (spec.group, spec.names.kind); nil when none was read.
+func (s *Snapshot) ConversionCRD(group, kind string) *unstructured.Unstructured {
+	for _, crd := range s.Admission.ConversionCRDs {
+		g, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+		k, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+		if g == group && k == kind {
+			return crd
+		}
+	}
+	return nil
 }
 
 // ControllerOf returns the controller ownerReference of an object.

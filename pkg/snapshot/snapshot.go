@@ -71,8 +71,10 @@ const (
 	// InputDeletedAttachments is the VolumeAttachments being deleted, whole (their detach error).
 	InputDeletedAttachments Input = "deleted-volume-attachments"
 	// InputAdmission is the validating and mutating webhook configurations and the
-	// ValidatingAdmissionPolicies with their bindings, whole, then the Services the webhooks call
-	// and those Services' EndpointSlices, read by name (see Admission).
+	// ValidatingAdmissionPolicies with their bindings, whole, then the CRDs whose conversion
+	// webhook a namespace being deleted quotes as failing, the Services the webhooks, those
+	// conversion webhooks and unavailable APIServices call, and those Services' EndpointSlices,
+	// read by name (see Admission).
 	InputAdmission Input = "admission"
 )
 
@@ -142,13 +144,20 @@ type Admission struct {
 	Policies       []*admissionregistrationv1.ValidatingAdmissionPolicy
 	PolicyBindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	PoliciesServed bool
-	// Services are the Services the webhooks call (clientConfig.service), by "namespace/name":
-	// only those read whole, Service and EndpointSlices; one whose read failed is absent, and
-	// the failure is in Unread[InputAdmission].
+	// ConversionCRDs are the CustomResourceDefinitions whose conversion webhook the
+	// NamespaceDeletionContentFailure of a namespace being deleted quotes as failing, read by
+	// name, whole.
+	ConversionCRDs []*unstructured.Unstructured
+	// Services are the Services the apiserver calls, by "namespace/name": the webhooks'
+	// (clientConfig.service), the ConversionCRDs' conversion webhooks', and those of the
+	// APIServices not Available or named by a namespace's NamespaceDeletionDiscoveryFailure. Only
+	// those read whole, Service and EndpointSlices; one whose read failed is absent, and the
+	// failure is in Unread[InputAdmission].
 	Services map[string]*BackendService
 }
 
-// BackendService is a Service that the apiserver calls (a webhook's), as a scan read it.
+// BackendService is a Service that the apiserver calls (a webhook's, a conversion webhook's,
+// an APIService's), as a scan read it.
 type BackendService struct {
 	Namespace, Name string
 	// Service is nil when no such Service exists.

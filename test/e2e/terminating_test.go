@@ -315,7 +315,13 @@ func (e *teEnv) namespaceDiscovery(t *testing.T) {
 	f := teFind(t, rep, "Namespace", ns)
 	assertFinding(t, f, "namespace-discovery-failed", report.SeverityError,
 		[]string{"condition NamespaceDeletionDiscoveryFailure=True (DiscoveryFailed)", "wd-e2e.example/v1alpha1",
-			"APIService v1alpha1.wd-e2e.example (service default/wd-missing-api): Available=False", "named by the condition"}, nil)
+			"APIService v1alpha1.wd-e2e.example: calls Service default/wd-missing-api port 443", "Service default/wd-missing-api: not found",
+			"recent failure: Available=False (ServiceNotFound)",
+			"APIService v1alpha1.wd-e2e.example: unavailable, Service default/wd-missing-api does not exist; its group/version wd-e2e.example/v1alpha1 is named by the condition",
+			"1 Terminating namespace(s) in scope whose discovery fails on wd-e2e.example/v1alpha1: " + ns}, nil)
+	if len(f.BlockedBy) != 1 || f.BlockedBy[0].Kind != "APIService" || f.BlockedBy[0].Name != svcName || len(f.Fixes) != 0 {
+		t.Errorf("blockedBy %+v fixes %+v, want the APIService and no fix", f.BlockedBy, f.Fixes)
+	}
 	if !strings.Contains(f.Summary, svcName) {
 		t.Errorf("summary %q does not name the APIService", f.Summary)
 	}

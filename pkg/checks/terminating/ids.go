@@ -27,6 +27,9 @@ const (
 	// RootCauseAdmissionWebhookUnavailable: a webhook that fails closed rejects the update that
 	// removes the finalizer.
 	RootCauseAdmissionWebhookUnavailable = "admission-webhook-unavailable"
+	// RootCauseConversionWebhookUnavailable: a namespace's content cannot be read or deleted
+	// because its CRD's conversion webhook cannot answer.
+	RootCauseConversionWebhookUnavailable = "conversion-webhook-unavailable"
 )
 
 // rootCauses are the root causes the check reports, with the severity of their findings and the
@@ -47,6 +50,7 @@ func rootCauses() []checks.RootCause {
 		{ID: RootCauseFinalizerOwnerNotActing, Severity: report.SeverityWarning},
 		{ID: RootCauseKubeletKillFailing, Severity: report.SeverityError},
 		{ID: RootCauseNamespaceDiscoveryFailed, Severity: report.SeverityError},
+		{ID: RootCauseConversionWebhookUnavailable, Severity: report.SeverityError},
 		{ID: RootCauseNamespaceContentRemaining, Severity: report.SeverityWarning, ChainsToRoot: true},
 	}
 }

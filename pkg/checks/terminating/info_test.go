@@ -20,7 +20,8 @@ func TestStuckTerminatingInfo(t *testing.T) {
 	contract := []string{"finalizer-owner-missing", "finalizer-owner-not-acting", "kruise-predelete-hook-pending",
 		"kwok-stage-not-run", "node-missing", "node-not-ready", "kubelet-kill-failing", "owner-paused",
 		"finalizer-readd-race", "namespace-content-remaining", "namespace-discovery-failed",
-		"protected-resource-in-use", "dependents-remaining", "kruise-hook-bypassed", "admission-webhook-unavailable"}
+		"protected-resource-in-use", "dependents-remaining", "kruise-hook-bypassed", "admission-webhook-unavailable",
+		"conversion-webhook-unavailable"}
 	have := map[string]checks.RootCause{}
 	for _, rc := range info.RootCauses {
 		have[rc.ID] = rc

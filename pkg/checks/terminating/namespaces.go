@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/admission"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
@@ -45,6 +46,7 @@ func (a *pass) conditionLine(c *corev1.NamespaceCondition) string {
 
 // namespaceRules diagnose a namespace being deleted, root causes most specific first.
 var namespaceRules = []checks.Rule[*pass, *target]{
+	(*pass).namespaceConversion,
 	(*pass).namespaceDiscovery,
 	(*pass).namespaceContent,
 	(*pass).readdRace,
@@ -95,31 +97,32 @@ func (a *pass) namespaceDiscovery(t *target) (checks.Draft, bool) {
 		ev = append(ev, "failing group versions named by the condition: "+strings.Join(gvList, ", "))
 	}
 	var blamed []string
+	var blocked []report.BlockRef
+	condQuote := "recent failure: " + strings.Join(strings.Fields(c.Message), " ")
 	if a.read(snapshot.InputAPIServices) {
 		for _, svc := range a.s.APIServices {
-			status, reason, message := apiServiceAvailable(svc)
-			if status == string(corev1.ConditionTrue) {
+			// The condition counts as a failure of the group/versions it names (APIServiceBackend).
+			b := admission.APIServiceBackend(svc, a.s, []string{c.Message})
+			if b.State != admission.Unavailable {
 				continue
 			}
 			group, _, _ := unstructured.NestedString(svc.Object, "spec", "group")
 			version, _, _ := unstructured.NestedString(svc.Object, "spec", "version")
-			backend := "local"
-			if n, ok, _ := unstructured.NestedString(svc.Object, "spec", "service", "name"); ok {
-				sns, _, _ := unstructured.NestedString(svc.Object, "spec", "service", "namespace")
-				backend = "service " + sns + "/" + n
+			for _, line := range b.Evidence {
+				// The condition, quoted above already, is left out.
+				if !strings.HasPrefix(condQuote, strings.TrimSuffix(line, "...")) {
+					ev = append(ev, line)
+				}
 			}
-			line := fmt.Sprintf("APIService %s (%s): Available=%s", svc.GetName(), backend, status)
-			if reason != "" {
-				line += " (" + reason + ")"
-			}
-			if message != "" {
-				line += ": " + oneLine(message, 160)
-			}
+			verdict := fmt.Sprintf("APIService %s: unavailable, %s", svc.GetName(), b.Reason)
 			if gvs[group+"/"+version] {
-				line += "; named by the condition"
+				verdict += "; its group/version " + group + "/" + version + " is named by the condition"
 			}
-			ev = append(ev, line)
-			blamed = append(blamed, svc.GetName())
+			ev = append(ev, verdict)
+			held := a.namespacesWithout(group + "/" + version)
+			ev = append(ev, checks.Evidencef("%d Terminating namespace(s) in scope whose discovery fails on %s/%s: %s", len(held), group, version, strings.Join(firstN(held, 5), ", ")))
+			blamed = append(blamed, fmt.Sprintf("APIService %s (%s)", svc.GetName(), b.Reason))
+			blocked = append(blocked, report.BlockRef{APIVersion: "apiregistration.k8s.io/v1", Kind: "APIService", Name: svc.GetName()})
 		}
 		if len(blamed) == 0 {
 			ev = append(ev, "every APIService is Available now: the namespace controller retries and should finish soon")
@@ -129,7 +132,7 @@ func (a *pass) namespaceDiscovery(t *target) (checks.Draft, bool) {
 	}
 	who := strings.Join(gvList, ", ")
 	if len(blamed) > 0 {
-		who = "APIService " + strings.Join(blamed, ", ")
+		who = strings.Join(blamed, ", ")
 	}
 	if who == "" {
 		who = "an aggregated API"
@@ -139,25 +142,24 @@ func (a *pass) namespaceDiscovery(t *target) (checks.Draft, bool) {
 		Summary:   fmt.Sprintf("Terminating for %s: API discovery fails for %s", checks.Age(a.now, ns.DeletionTimestamp.Time), who),
 		Message: fmt.Sprintf("The namespace controller must list every API group to prove the namespace is empty, and "+
 			"discovery fails for %s, so it keeps the kubernetes finalizer. An unavailable APIService blocks the deletion "+
-			"of every namespace in the cluster: fix the service behind it, or delete the APIService if that API is gone.", who),
-		Evidence: ev,
+			"of every namespace in the cluster: restore the Service behind it (and the pods behind that), or delete the "+
+			"APIService if that API is gone for good. Emptying the namespace's spec.finalizers would leave its content behind.", who),
+		Evidence:  ev,
+		BlockedBy: blocked,
 	}, true
 }
 
-// apiServiceAvailable returns an APIService's Available condition.
-func apiServiceAvailable(svc *unstructured.Unstructured) (status, reason, message string) {
-	conds, _, _ := unstructured.NestedSlice(svc.Object, "status", "conditions")
-	for _, c := range conds {
-		m, ok := c.(map[string]any)
-		if !ok || m["type"] != "Available" {
-			continue
+// namespacesWithout are the namespaces being deleted whose discovery failure names gv, by name.
+func (a *pass) namespacesWithout(gv string) []string {
+	var out []string
+	for _, ns := range a.s.Namespaces {
+		if c := namespaceCondition(ns, corev1.NamespaceDeletionDiscoveryFailure); ns.DeletionTimestamp != nil && c != nil &&
+			admission.NamesGroupVersion(c.Message, gv) {
+			out = append(out, ns.Name)
 		}
-		status, _ = m["status"].(string)
-		reason, _ = m["reason"].(string)
-		message, _ = m["message"].(string)
-		return status, reason, message
 	}
-	return "Unknown", "", "no Available condition"
+	sort.Strings(out)
+	return out
 }
 
 // namespaceContent reports a namespace whose content is not deleted yet, naming what remains.

@@ -30,13 +30,18 @@ func TestStuckTerminatingNamespaces(t *testing.T) {
 						checktest.APIService("v1beta1.metrics.k8s.io", "metrics.k8s.io", "v1beta1", "kube-system", "metrics-server", "False", "ServiceNotFound",
 							`service/metrics-server in "kube-system" is not present`),
 					},
+					Admission: snapshot.Admission{Services: map[string]*snapshot.BackendService{
+						"kube-system/metrics-server": checktest.Backend("kube-system", "metrics-server", nil)}},
 				}
 			},
 			want: want{rootCause: RootCauseNamespaceDiscoveryFailed, summary: []string{"APIService v1beta1.metrics.k8s.io"},
 				evidence: []string{"condition NamespaceDeletionDiscoveryFailure=True (DiscoveryFailed)", "failing group versions named by the condition: metrics.k8s.io/v1beta1",
-					"APIService v1beta1.metrics.k8s.io (service kube-system/metrics-server): Available=False (ServiceNotFound)", "named by the condition",
+					"APIService v1beta1.metrics.k8s.io: calls Service kube-system/metrics-server port 443", "Service kube-system/metrics-server: not found",
+					"recent failure: Available=False (ServiceNotFound)",
+					"APIService v1beta1.metrics.k8s.io: unavailable, Service kube-system/metrics-server does not exist; its group/version metrics.k8s.io/v1beta1 is named by the condition",
+					"1 Terminating namespace(s) in scope whose discovery fails on metrics.k8s.io/v1beta1: target",
 					"spec.finalizers [kubernetes]"},
-				noEvid:  []string{"APIService v1.apps"},
+				noEvid:  []string{"APIService v1.apps", "recent failure: Discovery failed"},
 				message: []string{"every namespace"},
 				refs:    []string{"kubernetes/kubernetes#60807"}}},
 		{name: "discovery failed, APIServices Unread: the condition still names the group",
@@ -84,6 +89,10 @@ func TestStuckTerminatingNamespaces(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			fs := New().Run(c.world().Snapshot(), 5*time.Minute)
 			expect(t, fs, "target", c.want)
+			if f, _ := find(fs, "target"); f.RootCause.ID == RootCauseNamespaceDiscoveryFailed && len(c.world().APIServices) > 0 &&
+				(len(f.BlockedBy) != 1 || f.BlockedBy[0].Kind != "APIService" || f.BlockedBy[0].Name != "v1beta1.metrics.k8s.io") {
+				t.Errorf("blockedBy %+v, want the APIService", f.BlockedBy)
+			}
 			for _, f := range fs {
 				for _, fx := range f.Fixes {
 					if f.Object.Kind == "Namespace" {
