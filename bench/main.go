@@ -36,6 +36,8 @@ type config struct {
 	compare string
 	timeout time.Duration
 	keep    bool
+	// eachCheck also runs the scan with each check alone at each size.
+	eachCheck bool
 	// baselineLimit caps kubectl's address space, in bytes.
 	baselineLimit int64
 	// auditCycles, when positive, also runs the auditor for that many cycles at each size, one
@@ -61,6 +63,7 @@ func main() {
 	limitGiB := flag.Float64("baseline-limit", 12, "Address-space cap of the kubectl baseline in GiB (0: none); above it kubectl fails and is reported as such.")
 	flag.IntVar(&cfg.auditCycles, "audit-cycles", 0, "Also run `audit -A --reports none` for this many cycles at each size and report its memory and requests per cycle (0: not).")
 	flag.DurationVar(&cfg.auditInterval, "audit-interval", time.Second, "The auditor's --interval with -audit-cycles.")
+	flag.BoolVar(&cfg.eachCheck, "each-check", true, "Also run the scan with each check alone at each size (one run each).")
 	flag.BoolVar(&cfg.keep, "keep", false, "Keep the cluster running after measuring, until interrupted or -timeout, to inspect it.")
 	flag.Parse()
 	cfg.baselineLimit = int64(*limitGiB * (1 << 30))

@@ -204,6 +204,9 @@ func writeResults(cfg config, serverVersion string, results []result) error {
 			w("| %s | %s | %s | %d | %s | %d | %d | %s |\n", id, secs(s.wall.Seconds()), mib(s.maxRSS), s.reads.requests, mb(float64(s.reads.bytes)),
 				s.reads.podLists, s.reads.podGets, mb(float64(s.reads.podBytes)))
 		}
+		if last.perCheckErr != "" {
+			w("\nThe per-check runs stopped early: %s.\n", last.perCheckErr)
+		}
 	}
 
 	writeComparison(&b, cfg, results)
