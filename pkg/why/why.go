@@ -154,6 +154,7 @@ func Run(ctx context.Context, c collect.Clients, t Target, opts scan.Options) (*
 		}
 	}
 	opts.Scope.Namespace, opts.Scope.AllNamespaces, opts.Scope.LabelSelector = t.scopeNamespace(), false, ""
+	opts.NodesByName = true
 	r, snap, err := scan.Run(ctx, c, opts)
 	if err != nil {
 		return nil, err
