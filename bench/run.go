@@ -253,10 +253,16 @@ func measure(ctx context.Context, cfg config, r *runner, res *result) error {
 			steps = append(steps, func() error {
 				wr := &res.why[k]
 				s, err := r.why(ctx, wr.target)
+				if err != nil {
+					// A secondary table: its failure is reported there and the scan's runs go on.
+					wr.err = err.Error()
+					logf("%d pods, run %d: %v", res.pods, i+1, err)
+					return nil
+				}
 				wr.runs = append(wr.runs, s)
 				logf("%d pods, run %d: why %s: %s, %d requests, %d bytes", res.pods, i+1, strings.Join(wr.target.args, " "), s.wall.Round(time.Millisecond),
 					s.reads.requests, s.reads.bytes)
-				return err
+				return nil
 			})
 		}
 		if r.compare != "" {

@@ -21,6 +21,8 @@ type whyTarget struct {
 type whyResult struct {
 	target whyTarget
 	runs   []sample
+	// err is the last failed run's error, "" when every run succeeded.
+	err string
 }
 
 // whyTargets picks, from the scan report at path, a pod Terminating on a dead node, a
@@ -96,6 +98,10 @@ func writeWhy(w func(string, ...any), results []result) {
 	for _, r := range results {
 		sreq, sbytes := median(r.scan, reqOf), median(r.scan, bytesOf)
 		for _, wr := range r.why {
+			if len(wr.runs) == 0 {
+				w("| %d | %s: `why %s` | failed: %s | | | | | | |\n", r.pods, wr.target.what, strings.Join(wr.target.args, " "), wr.err)
+				continue
+			}
 			req, b, wall := median(wr.runs, reqOf), median(wr.runs, bytesOf), median(wr.runs, wallOf)
 			w("| %d | %s: `why %s` | %.0f | %s | %s | %s | %.1f%% | %.2f%% %s | %s |\n", r.pods, wr.target.what, strings.Join(wr.target.args, " "),
 				req, kb(b), secs(wall), mib(int64(median(wr.runs, rssOf))), 100*ratio(req, sreq), 100*ratio(b, sbytes), verdict(ratio(b, sbytes) < 0.01),
