@@ -44,6 +44,8 @@ type config struct {
 	// every auditInterval.
 	auditCycles   int
 	auditInterval time.Duration
+	// why also measures `why` on a stuck pod, a stuck namespace and a frozen CloneSet.
+	why bool
 }
 
 func main() {
@@ -64,6 +66,7 @@ func main() {
 	flag.IntVar(&cfg.auditCycles, "audit-cycles", 0, "Also run `audit -A --reports none` for this many cycles at each size and report its memory and requests per cycle (0: not).")
 	flag.DurationVar(&cfg.auditInterval, "audit-interval", time.Second, "The auditor's --interval with -audit-cycles.")
 	flag.BoolVar(&cfg.eachCheck, "each-check", true, "Also run the scan with each check alone at each size (one run each).")
+	flag.BoolVar(&cfg.why, "why", false, "Also measure `why TYPE/NAME` on a stuck pod, a stuck namespace and a frozen CloneSet the warm-up scan found, in the scan's runs.")
 	flag.BoolVar(&cfg.keep, "keep", false, "Keep the cluster running after measuring, until interrupted or -timeout, to inspect it.")
 	flag.Parse()
 	cfg.baselineLimit = int64(*limitGiB * (1 << 30))

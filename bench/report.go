@@ -209,6 +209,7 @@ func writeResults(cfg config, serverVersion string, results []result) error {
 		}
 	}
 
+	writeWhy(w, results)
 	writeComparison(&b, cfg, results)
 	writeAudit(&b, results)
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/dynamic"
@@ -38,6 +39,8 @@ type result struct {
 	// comparedSummary what its warm-up scan found.
 	compared        []sample
 	comparedSummary scanSummary
+	// why are why's runs on objects the warm-up scan found stuck, with -why.
+	why []whyResult
 }
 
 // run starts the control plane, seeds it size by size, and measures and writes the results at
@@ -180,6 +183,15 @@ func measure(ctx context.Context, cfg config, r *runner, res *result) error {
 		return err
 	}
 	logf("%d pods: warm-up scan: %d findings (%s), coverage complete: %v", res.pods, res.summary.findings, res.summary, res.summary.complete)
+	var targets []whyTarget
+	if cfg.why {
+		if targets, err = whyTargets(out.Name()); err != nil {
+			logf("%d pods: %v; why is measured on the others", res.pods, err)
+		}
+		for _, t := range targets {
+			res.why = append(res.why, whyResult{target: t})
+		}
+	}
 	if r.compare != "" {
 		if err := out.Truncate(0); err != nil {
 			return err
@@ -236,6 +248,22 @@ func measure(ctx context.Context, cfg config, r *runner, res *result) error {
 				logf("%d pods, run %d: the same with --disable-compression: %s, %s peak RSS", res.pods, i+1, s.wall.Round(time.Millisecond), mib(s.maxRSS))
 				return err
 			},
+		}
+		for k := range res.why {
+			steps = append(steps, func() error {
+				wr := &res.why[k]
+				s, err := r.why(ctx, wr.target)
+				if err != nil {
+					// A secondary table: its failure is reported there and the scan's runs go on.
+					wr.err = err.Error()
+					logf("%d pods, run %d: %v", res.pods, i+1, err)
+					return nil
+				}
+				wr.runs = append(wr.runs, s)
+				logf("%d pods, run %d: why %s: %s, %d requests, %d bytes", res.pods, i+1, strings.Join(wr.target.args, " "), s.wall.Round(time.Millisecond),
+					s.reads.requests, s.reads.bytes)
+				return nil
+			})
 		}
 		if r.compare != "" {
 			steps = append(steps, func() error {

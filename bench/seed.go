@@ -143,7 +143,8 @@ feed:
 }
 
 // seedBase creates what does not grow with the pods: namespaces and their usual content, nodes
-// with their heartbeat Leases, and the OpenKruise manager's Deployment.
+// with their heartbeat Leases, the OpenKruise manager's Deployment, and one namespace left
+// Terminating.
 func (s *seeder) seedBase(ctx context.Context) error {
 	if err := s.parallel(ctx, 0, namespaces, s.namespace); err != nil {
 		return fmt.Errorf("seed namespaces: %w", err)
@@ -154,7 +155,7 @@ func (s *seeder) seedBase(ctx context.Context) error {
 	if err := s.kruiseManager(ctx); err != nil {
 		return fmt.Errorf("seed kruise-manager: %w", err)
 	}
-	return nil
+	return s.heldNamespace(ctx)
 }
 
 // toAny converts labels to the map type of unstructured objects.

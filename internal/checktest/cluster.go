@@ -20,7 +20,9 @@ type Cluster struct {
 	MetaOnlyPods []*corev1.Pod
 	Nodes        []*corev1.Node
 	NodeLeases   []*coordinationv1.Lease
-	Leases       []*coordinationv1.Lease
+	// NodesByName, when not nil, are the node names read one by one (why), instead of a list.
+	NodesByName map[string]bool
+	Leases      []*coordinationv1.Lease
 	// LeaseReads are the collector's reads of the leader Leases; when nil, each of Leases was
 	// read once, answered at Now by an apiserver whose clock agrees with the scan's.
 	LeaseReads map[string][]snapshot.LeaseRead
@@ -66,7 +68,7 @@ type Cluster struct {
 // Snapshot builds the indexed snapshot.
 func (c Cluster) Snapshot() *snapshot.Snapshot {
 	s := &snapshot.Snapshot{Now: Now, ServerVersion: c.ServerVersion, Settings: snapshot.DefaultSettings(),
-		Nodes: c.Nodes, NodeLeases: c.NodeLeases, Leases: c.Leases, Events: c.Events, Deployments: c.Deployments,
+		Nodes: c.Nodes, NodeLeases: c.NodeLeases, NodesByName: c.NodesByName, Leases: c.Leases, Events: c.Events, Deployments: c.Deployments,
 		Objects: c.Objects, Namespaces: c.Namespaces, APIServices: c.APIServices, Clusters: c.Clusters,
 		Workloads: c.Workloads, SidecarSets: c.SidecarSets,
 		StatefulSets: c.StatefulSets, DaemonSets: c.DaemonSets, ReplicaSets: c.ReplicaSets, ControllerNamespaces: c.ControllerNamespaces,

@@ -46,7 +46,8 @@ progressing. TYPE is what kubectl takes: a resource, a short name or a kind (pod
 cloneset, deployments.apps). The object is in the namespace -n gives, or the kubeconfig's.
 
 why runs the checks scan runs, on what a scan of the object's namespace reads (pods listed
-metadata-only in that namespace, never in the whole cluster), and prints the object's findings
+metadata-only in that namespace, never in the whole cluster; the nodes its pods run on read by
+name), and prints the object's findings
 as a tree: the object, then each stuck object it waits on, down to the root cause. Each line is
 the object, its state and the verdict; the root carries its finding ID and fix, which
 kubectl workloaddoctor fix applies (the IDs are those scan prints). -o wide adds the evidence;

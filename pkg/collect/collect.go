@@ -56,6 +56,10 @@ type Options struct {
 	// Reads returns the targeted reads the checks declare: the pods to read in full and the
 	// ControllerRevisions to read. It is asked once, on the indexed metadata-only snapshot.
 	Reads func(*snapshot.Snapshot) snapshot.Reads
+	// NodesByName reads only the nodes (and their heartbeat Leases) the checks declare, by name,
+	// instead of listing every node: what one object's diagnosis needs. A scan of a namespace or
+	// the cluster lists them, which costs less than a GET per node once many are named.
+	NodesByName bool
 	// PodAnnotations are the annotations metadata-only pods keep. The others (CNI state,
 	// last-applied configurations, hashes) can outweigh the rest of a pod's metadata and are
 	// dropped while the pod list is decoded.
@@ -139,6 +143,9 @@ func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Inp
 		want[in] = true
 	}
 	col.want = want
+	if opts.NodesByName {
+		col.snap.NodesByName = map[string]bool{}
+	}
 	col.bulkLists(ctx, want)
 	col.index()
 	if want[snapshot.InputAdmission] {
@@ -193,6 +200,10 @@ func (col *collector) bulkLists(ctx context.Context, want map[snapshot.Input]boo
 		snapshot.InputLeaderLeases:       col.readLeaderLeases,
 	}
 	col.covered = coveredResources(want)
+	if col.opts.NodesByName {
+		delete(readers, snapshot.InputNodes) // read by name, on what the checks declare (targetedReads)
+		delete(readers, snapshot.InputNodeLeases)
+	}
 	col.parallel(ctx, want, readers)
 	if want[snapshot.InputObjects] {
 		col.addCoveredObjects()
@@ -209,8 +220,15 @@ func (col *collector) index() {
 // targetedReads carries out the reads the checks declared, in rounds: the pods due, then the
 // revisions due on what the snapshot holds then. A round can make more reads due (a sample
 // that differs, a pod that names a revision), so rounds go on until one finds nothing new,
-// within maxReadRounds rounds of pod reads.
+// within maxReadRounds rounds of pod reads. With NodesByName, the nodes of the pods read come
+// last.
 func (col *collector) targetedReads(ctx context.Context, reads snapshot.Reads) {
+	if col.opts.NodesByName && col.want[snapshot.InputNodes] {
+		defer func() {
+			col.readNamedNodes(ctx, reads.NodesDue(col.snap))
+			col.snap.Index()
+		}()
+	}
 	if col.readReplicaSets(ctx, reads.ReplicaSets) > 0 {
 		col.snap.Index()
 	}

@@ -32,6 +32,8 @@ type Options struct {
 	PageSize int64
 	// Clock is the local clock (nil: time.Now); only the e2e tests shift it.
 	Clock func() time.Time
+	// NodesByName reads only the nodes the checks name, one GET each (collect.Options).
+	NodesByName bool
 }
 
 // Clients builds the API clients for a scan from a REST config, without client-side rate limiting:
@@ -74,7 +76,7 @@ func Clients(cfg *rest.Config) (collect.Clients, error) {
 func Run(ctx context.Context, c collect.Clients, opts Options) (*report.Report, *snapshot.Snapshot, error) {
 	opts.Scope.MinAgeSet = opts.MinAge >= 0
 	snap, err := collect.Collect(ctx, c, collect.Options{
-		Scope: opts.Scope, Settings: opts.Settings, PageSize: opts.PageSize, Clock: opts.Clock,
+		Scope: opts.Scope, Settings: opts.Settings, PageSize: opts.PageSize, Clock: opts.Clock, NodesByName: opts.NodesByName,
 		PodAnnotations: checks.PodAnnotations(opts.Checks),
 		Reads:          func(s *snapshot.Snapshot) snapshot.Reads { return checks.DeclareReads(opts.Checks, s) },
 	}, checks.Needs(opts.Checks))

@@ -85,6 +85,43 @@ func (s *Snapshot) Node(name string) (*corev1.Node, bool) {
 	return n, ok
 }
 
+// NodeAbsent reports whether the scan knows that no node of this name exists: nodes were
+// listed, or this name was read, and none came back. A name the scan never read is unknown,
+// not absent: nothing may be concluded from it.
+func (s *Snapshot) NodeAbsent(name string) bool {
+	return s.absent(InputNodes, name, func() bool { _, ok := s.nodeByName[name]; return ok })
+}
+
+// NodeLeaseAbsent is NodeAbsent for a node's heartbeat Lease.
+func (s *Snapshot) NodeLeaseAbsent(name string) bool {
+	return s.absent(InputNodeLeases, name, func() bool { _, ok := s.nodeLease[name]; return ok })
+}
+
+func (s *Snapshot) absent(in Input, name string, found func() bool) bool {
+	if name == "" || found() {
+		return false
+	}
+	if _, unread := s.Unread[in]; unread {
+		return false
+	}
+	return s.NodesByName == nil || s.NodesByName[name]
+}
+
+// NodesOfPods names the nodes that the pods read in full and the VolumeAttachments being
+// deleted are bound to: the nodes whose state a check may judge.
+func NodesOfPods(s *Snapshot) []string {
+	var out []string
+	for _, p := range s.FullPods {
+		if p.Spec.NodeName != "" {
+			out = append(out, p.Spec.NodeName)
+		}
+	}
+	for _, va := range s.DeletedAttachments {
+		out = append(out, va.Spec.NodeName)
+	}
+	return out
+}
+
 // NodeLease returns the heartbeat Lease of a node.
 func (s *Snapshot) NodeLease(name string) (*coordinationv1.Lease, bool) {
 	l, ok := s.nodeLease[name]

@@ -17,6 +17,15 @@ type Reads struct {
 	Revisions []RevisionReads
 	// ReplicaSets are read first, so that pods declared From them are known.
 	ReplicaSets []ReplicaSetRead
+	// Nodes are read last, on the pods read in full. A scan that lists every node has them
+	// already; one that reads nodes by name (Snapshot.NodesByName) reads these and no other.
+	Nodes []NodeReads
+}
+
+// NodeReads names nodes to read, with their heartbeat Leases: From is asked on the snapshot
+// once the pods are read.
+type NodeReads struct {
+	From func(*Snapshot) []string
 }
 
 // ReplicaSetRead lists the ReplicaSets of one Deployment: those its selector matches in its
@@ -54,6 +63,23 @@ func (r *Reads) Add(o Reads) {
 	r.Pods = append(r.Pods, o.Pods...)
 	r.Revisions = append(r.Revisions, o.Revisions...)
 	r.ReplicaSets = append(r.ReplicaSets, o.ReplicaSets...)
+	r.Nodes = append(r.Nodes, o.Nodes...)
+}
+
+// NodesDue returns the node names the declaration names on s, each once, sorted.
+func (r Reads) NodesDue(s *Snapshot) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range r.Nodes {
+		for _, name := range n.From(s) {
+			if name != "" && !seen[name] {
+				seen[name] = true
+				out = append(out, name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // PodsDue returns the pods the declaration has due on s, each once, in the order declared. Pods

@@ -188,10 +188,16 @@ type Snapshot struct {
 	Pods []*metav1.ObjectMeta
 	// FullPods holds the complete objects of the candidate pods, except that the field sets of
 	// their managedFields keep only metadata fields (who wrote the spec or status is not kept).
-	FullPods   []*corev1.Pod
+	FullPods []*corev1.Pod
+	// Nodes and NodeLeases are every node and heartbeat Lease, or, when NodesByName is not nil,
+	// only those of the names it holds (read one by one, as `why` does).
 	Nodes      []*corev1.Node
 	NodeLeases []*coordinationv1.Lease
-	Leases     []*coordinationv1.Lease
+	// NodesByName are the node names read by name, found or not; nil when nodes were listed.
+	// A node that is not in Nodes is known to be gone only if nodes were listed or its name
+	// was read (NodeAbsent).
+	NodesByName map[string]bool
+	Leases      []*coordinationv1.Lease
 	// LeaseReads are the reads of the controllers' leader Leases by "namespace/name", oldest
 	// first: one with the controllers, one at the end of the scan. A leader's liveness is judged
 	// from them, never from the local clock against the Lease's timestamps.

@@ -7,17 +7,16 @@
 // runs scan.Run, the same collector stages (bulk lists, index, the reads the checks declare,
 // evidence) and the same checks, on the scope `scan -n NAMESPACE` reads: the object's namespace
 // (a Namespace's own name for a Namespace). A check judges an object only on what that scope
-// reads (its pods, owners, dependents, events, and the cluster-wide inputs every scan reads
-// whole: nodes, node Leases, webhooks, controllers' Leases), so the finding on the object, its
-// evidence, its blockedBy chain and its ID are the ones `scan -n NAMESPACE` reports, and the ID
-// is the one `fix` acts on. Pods are never listed cluster-wide: the bulk pod list is the
-// namespace's, metadata-only, and only the pods the checks declare are read in full.
+// reads (its pods, owners, dependents, events, and the cluster-wide inputs that are small:
+// webhooks, APIServices, controllers' Leases), so the finding on the object, its evidence, its
+// blockedBy chain and its ID are the ones `scan -n NAMESPACE` reports, and the ID is the one
+// `fix` acts on. Pods are never listed cluster-wide: the bulk pod list is the namespace's,
+// metadata-only, and only the pods the checks declare are read in full. Nodes are not listed
+// either: the checks declare the nodes they judge (those of the pods read in full), and why
+// reads each of them, with its heartbeat Lease, by name (collect.Options.NodesByName).
 //
-// What it costs: the namespace scan plus one GET of the object (measured in test/e2e why_test.go).
-// The inputs every scan reads cluster-wide (nodes, node Leases, leader Leases, webhooks) are read
-// whole here too: reading only the nodes and Leases the object's chain names would change the
-// evidence some checks give (how many nodes were listed), so it waits for the checks to declare
-// such reads themselves, as they declare their pod reads.
+// What it costs: the namespace's lists plus one GET per node named (measured in bench/ against
+// scan -A, and in test/e2e why_test.go).
 //
 // Cluster-scoped objects other than Namespaces (Nodes, PersistentVolumes, CRDs) would need the
 // whole cluster's pods and objects; `why` refuses them and points at `scan -A`.
@@ -154,6 +153,7 @@ func Run(ctx context.Context, c collect.Clients, t Target, opts scan.Options) (*
 		}
 	}
 	opts.Scope.Namespace, opts.Scope.AllNamespaces, opts.Scope.LabelSelector = t.scopeNamespace(), false, ""
+	opts.NodesByName = true
 	r, snap, err := scan.Run(ctx, c, opts)
 	if err != nil {
 		return nil, err

@@ -236,6 +236,7 @@ func (e *teEnv) foregroundOnDeadNode(t *testing.T) {
 			whyDep = doc
 		}
 	}
+	whyReadsNodeByName(t, e, pod.Object.Name, ns, chDead)
 	tree := p.why(t, "deploy/web", "-n", ns, "--checks", teCheck, "--min-age", "0s").wantExit(2).stdout
 	t.Logf("why deploy/web -n %s:\n%s", ns, tree)
 	for _, want := range []string{"ch-fg/deployment/web", "└─ ch-fg/replicaset/" + rs.Object.Name, "   └─ ch-fg/pod/" + pod.Object.Name,

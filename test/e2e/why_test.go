@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
 
@@ -79,6 +80,9 @@ func (e *teEnv) whyOneObject(t *testing.T) {
 	if all := log.matching("GET", "/api/v1/pods"); len(all) > 0 {
 		t.Errorf("why listed pods cluster-wide: %v", all)
 	}
+	if all := log.matching("GET", "/api/v1/nodes"); len(all) > 0 {
+		t.Errorf("why listed every node: %v", all)
+	}
 	if len(log.matching("GET", "/api/v1/namespaces/"+ns+"/pods")) == 0 {
 		t.Errorf("why did not list the pods of %s", ns)
 	}
@@ -146,4 +150,30 @@ func meteredClients(t testing.TB, c *testcluster.Cluster) (*meter, collect.Clien
 		t.Fatal(err)
 	}
 	return m, clients
+}
+
+// whyReadsNodeByName runs why in process on a pod bound to node, every request logged: the node
+// and its heartbeat Lease are read by name, and neither the nodes nor the node Leases are listed.
+func whyReadsNodeByName(t *testing.T, e *teEnv, pod, ns, node string) {
+	t.Helper()
+	log, clients := loggedClients(t, e.c)
+	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(clients.Discovery)), clients.Discovery, nil)
+	target, err := why.Resolve(mapper, "pod", pod, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := why.Run(e.ctx, clients, target, scan.Options{Checks: builtin.Checks().All(), MinAge: -1}); err != nil {
+		t.Fatal(err)
+	}
+	const leases = "/apis/coordination.k8s.io/v1/namespaces/" + corev1.NamespaceNodeLease + "/leases"
+	for _, list := range []string{"/api/v1/nodes", leases} {
+		if got := log.matching("GET", list); len(got) > 0 {
+			t.Errorf("why listed %s: %v", list, got)
+		}
+	}
+	for _, get := range []string{"/api/v1/nodes/" + node, leases + "/" + node} {
+		if got := log.matching("GET", get); len(got) != 1 {
+			t.Errorf("why read %s %d times, want once by name", get, len(got))
+		}
+	}
 }

@@ -52,7 +52,8 @@ func (check) DeclareReads(s *snapshot.Snapshot) snapshot.Reads {
 	for _, r := range rollouts(s) {
 		out = append(out, r.candidates()...)
 	}
-	var reads snapshot.Reads
+	// A pod the rollout waits on may be held by its node (nodeDown).
+	reads := snapshot.Reads{Nodes: []snapshot.NodeReads{{From: snapshot.NodesOfPods}}}
 	for _, d := range stalledDeployments(s) {
 		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 		if err != nil {

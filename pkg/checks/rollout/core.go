@@ -349,6 +349,9 @@ func newestActivity(pods []*metav1.ObjectMeta, since time.Time) time.Time {
 func nodeDown(s *snapshot.Snapshot, name string) string {
 	n, ok := s.Node(name)
 	if !ok {
+		if !s.NodeAbsent(name) {
+			return "" // not read: nothing is known against it
+		}
 		return fmt.Sprintf("node %s does not exist", name)
 	}
 	for _, c := range n.Status.Conditions {

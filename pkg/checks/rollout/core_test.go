@@ -412,3 +412,21 @@ func TestDeploymentOutsideTheScanScope(t *testing.T) {
 		t.Fatalf("in scope: %s", f.RootCause.ID)
 	}
 }
+
+// TestNodeDownReadByName: a node whose name the scan never read (why reads nodes one by one) is
+// not "gone"; one it asked for and did not get is.
+func TestNodeDownReadByName(t *testing.T) {
+	for _, c := range []struct {
+		read map[string]bool
+		want string
+	}{
+		{read: nil, want: "node n1 does not exist"}, // nodes listed, n1 not among them
+		{read: map[string]bool{"n1": true}, want: "node n1 does not exist"},
+		{read: map[string]bool{"n2": true}, want: ""},
+	} {
+		s := ct.Cluster{NodesByName: c.read}.Snapshot()
+		if got := nodeDown(s, "n1"); got != c.want {
+			t.Errorf("nodes read by name %v: nodeDown %q, want %q", c.read, got, c.want)
+		}
+	}
+}

@@ -135,7 +135,7 @@ func (a *pass) volumeDetach(t *target) (checks.Draft, bool) {
 		pv = "PersistentVolume " + *va.Spec.Source.PersistentVolumeName
 	}
 	node := "node " + va.Spec.NodeName
-	if n, ok := a.s.Node(va.Spec.NodeName); !ok && a.read(snapshot.InputNodes) {
+	if n, ok := a.s.Node(va.Spec.NodeName); a.s.NodeAbsent(va.Spec.NodeName) {
 		node += " (no longer exists)"
 	} else if c := readyCondition(n); ok && c != nil {
 		node += " (Ready=" + string(c.Status) + ")"

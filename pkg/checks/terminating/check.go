@@ -61,7 +61,7 @@ func (check) DeclareReads(s *snapshot.Snapshot) snapshot.Reads {
 			out = append(out, p.UID)
 		}
 	}
-	return snapshot.Reads{Pods: []snapshot.PodReads{{UIDs: out}}}
+	return snapshot.Reads{Pods: []snapshot.PodReads{{UIDs: out}}, Nodes: []snapshot.NodeReads{{From: snapshot.NodesOfPods}}}
 }
 
 // ownInput says whether the objects input holds o only as a copy: pods and namespaces are read

@@ -60,7 +60,7 @@ func (a *pass) podState(m *metav1.ObjectMeta) string {
 	state += " on node " + p.Spec.NodeName
 	node, ok := a.s.Node(p.Spec.NodeName)
 	switch {
-	case !ok && a.read(snapshot.InputNodes):
+	case a.s.NodeAbsent(p.Spec.NodeName):
 		return state + ", which no longer exists"
 	case !ok:
 		return state

@@ -38,7 +38,7 @@ func (a *pass) kubeletKillFailing(t *target) (checks.Draft, bool) {
 	} else if !full {
 		ev = append(ev, "the pod's full object was not read, so its node is unknown")
 		node = "its node"
-	} else if !a.read(snapshot.InputNodes) {
+	} else if !a.s.NodeAbsent(node) {
 		ev = append(ev, "nodes were not read, so the state of node "+node+" is unknown")
 	}
 	var reasons []string

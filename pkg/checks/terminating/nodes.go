@@ -53,11 +53,11 @@ func (a *pass) heartbeat(n *corev1.Node) (stale bool, ev []string) {
 		ev = append(ev, fmt.Sprintf("last status heartbeat %s (%s ago)", ready.LastHeartbeatTime.UTC().Format(time.RFC3339),
 			checks.Age(a.now, ready.LastHeartbeatTime.Time)))
 	}
-	if !a.read(snapshot.InputNodeLeases) {
+	lease, ok := a.s.NodeLease(n.Name)
+	if !ok && !a.s.NodeLeaseAbsent(n.Name) {
 		ev = append(ev, "node Leases were not read")
 		return ready != nil && ready.Status == corev1.ConditionUnknown, ev
 	}
-	lease, ok := a.s.NodeLease(n.Name)
 	if !ok {
 		return true, append(ev, fmt.Sprintf("no Lease %s/%s", corev1.NamespaceNodeLease, n.Name))
 	}
@@ -144,14 +144,11 @@ func forceDeleteFix(desc string, risk report.Risk) report.Fix {
 func (a *pass) nodeMissing(t *target) (checks.Draft, bool) {
 	p, full, owners := t.pod, t.full, t.owners
 	name := p.Spec.NodeName
-	if !full || name == "" || !a.read(snapshot.InputNodes) {
-		return checks.Draft{}, false
-	}
-	if _, ok := a.s.Node(name); ok {
+	if !full || !a.s.NodeAbsent(name) {
 		return checks.Draft{}, false
 	}
 	grace := graceSeconds(p)
-	ev := []string{fmt.Sprintf("spec.nodeName %s: no such Node (%d nodes listed)", name, len(a.s.Nodes))}
+	ev := []string{fmt.Sprintf("spec.nodeName %s: no such Node", name)}
 	msg := fmt.Sprintf("The pod is bound to node %s, which no longer exists, so no kubelet will ever confirm that its containers stopped.", name)
 	if grace > 0 {
 		ev = append(ev, "PodGC (kube-controller-manager) force-deletes pods bound to a missing node after about 40s; this pod still has its grace period, so PodGC has not acted on it")

@@ -34,7 +34,7 @@ func TestStuckTerminatingPods(t *testing.T) {
 			},
 			want: want{rootCause: RootCauseNodeMissing, node: "ip-10-0-3-7",
 				summary:  []string{"ip-10-0-3-7", "no longer exists"},
-				evidence: []string{"spec.nodeName ip-10-0-3-7: no such Node (1 nodes listed)", "PodGC", "deletionGracePeriodSeconds 30"},
+				evidence: []string{"spec.nodeName ip-10-0-3-7: no such Node", "PodGC", "deletionGracePeriodSeconds 30"},
 				message:  []string{"PodGC should have force-deleted it"},
 				fixes:    []string{checks.ActionForceDelete}, risks: []report.Risk{report.RiskLow}}},
 		// A field manager is the writer's binary name (the apiserver falls back to the User-Agent's
