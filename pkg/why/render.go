@@ -49,7 +49,7 @@ func tree(w io.Writer, res *Result, wide bool) error {
 		if n.Root() {
 			roots = append(roots, n)
 		}
-		row := []string{prefix + branch + n.Ref.String(), n.State, verdict(n)}
+		row := []string{prefix + branch + n.Ref.String(), n.State, verdict(n, branch == "")}
 		if wide {
 			id, evidence := "-", ""
 			if n.Finding != nil {
@@ -131,17 +131,21 @@ func tree(w io.Writer, res *Result, wide bool) error {
 }
 
 // verdict is a line's one-line judgement: the finding's severity, root cause and summary, the
-// root marked; an object without a finding is stuck with nothing judged on it, or holds nothing.
-func verdict(n *Node) string {
+// root marked; an object without a finding is stuck with nothing judged on it, what the finding
+// above it waits on, or (the object asked about, top) holds nothing.
+func verdict(n *Node, top bool) string {
 	f := n.Finding
 	if f == nil {
-		if len(n.Children) > 0 {
+		switch {
+		case len(n.Children) > 0:
 			return "waits on the objects below (no finding of its own)"
+		case !top:
+			return "what the finding above waits on (no finding of its own)"
 		}
 		return "nothing holds it"
 	}
 	summary := f.Summary
-	if len(n.Children) > 0 {
+	if !n.Root() {
 		// chainToRoots appends the root to a chained summary; the tree draws it below instead.
 		summary, _, _ = strings.Cut(summary, "; root: ")
 	}
