@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -84,7 +85,7 @@ func golden(t *testing.T, name string, got []byte) {
 func draw(t *testing.T, res *Result, format string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := Render(&buf, res, format); err != nil {
+	if err := Render(&buf, res, format, false); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -241,5 +242,26 @@ func TestTreeNamespaceConversionWebhook(t *testing.T) {
 	golden(t, "namespace-conversion.wide", draw(t, res, FormatWide))
 	if len(res.Trees) != 1 || !res.Trees[0].Root() || len(res.Trees[0].Children) != 1 || res.Trees[0].Children[0].Finding != nil {
 		t.Fatalf("want the namespace as the root over the CRD it names, got %+v", res.Trees)
+	}
+}
+
+// TestTreeColored: on a terminal (cmd decides, with --no-color and NO_COLOR) the tree paints the
+// severities as scan's table does and keeps its columns: without the colour codes it is the
+// plain tree.
+func TestTreeColored(t *testing.T) {
+	res := Build(deadNodeChain(), ref("apps/v1", "Deployment", "web"), states)
+	res.Namespace = "shop"
+	var plain, colored bytes.Buffer
+	if err := Render(&plain, res, FormatTree, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := Render(&colored, res, FormatTree, true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(colored.String(), "\x1b[") || strings.Contains(plain.String(), "\x1b[") {
+		t.Fatalf("colour codes: colored %q, plain %q", colored.String(), plain.String())
+	}
+	if got := regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(colored.String(), ""); got != plain.String() {
+		t.Errorf("the coloured tree without its colour codes:\n%s\nwant the plain one:\n%s", got, plain.String())
 	}
 }
