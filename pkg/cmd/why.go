@@ -152,7 +152,7 @@ func (o *WhyOptions) print(res *why.Result) error {
 	if w := clockWarning(res.ClockOffset); w != "" {
 		fmt.Fprintln(o.ErrOut, w)
 	}
-	if err := why.Render(o.Out, res, o.Output); err != nil {
+	if err := why.Render(o.Out, res, o.Output, colorEnabled(o.Out, o.NoColor)); err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
 	sev, _ := failOnSeverity(o.FailOn)

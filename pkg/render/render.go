@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -102,6 +103,9 @@ func NewTable(w io.Writer, header ...string) *Table {
 // Append adds a row.
 func (tb *Table) Append(row []string) error { return tb.t.Append(row) }
 
+// paddedReset is padding followed by colour codes at a line's end.
+var paddedReset = regexp.MustCompile(` +((?:\x1b\[[0-9;]*m)+)$`)
+
 // Render writes the table, trimming the padding at line ends.
 func (tb *Table) Render() error {
 	if err := tb.t.Render(); err != nil {
@@ -110,7 +114,12 @@ func (tb *Table) Render() error {
 	var out strings.Builder
 	for _, line := range strings.SplitAfter(tb.buf.String(), "\n") {
 		nl := strings.HasSuffix(line, "\n")
-		out.WriteString(strings.TrimRight(line, " \n"))
+		line = strings.TrimRight(line, " \n")
+		// A coloured last cell ends in its colour's reset, after the padding.
+		if m := paddedReset.FindStringSubmatchIndex(line); m != nil {
+			line = line[:m[0]] + line[m[2]:]
+		}
+		out.WriteString(line)
 		if nl {
 			out.WriteByte('\n')
 		}
@@ -119,7 +128,9 @@ func (tb *Table) Render() error {
 	return err
 }
 
-func paint(colored bool, s report.Severity) string {
+// Paint is a severity as tables print it: coloured (error red, warning yellow, info cyan) when
+// colored, plain otherwise.
+func Paint(colored bool, s report.Severity) string {
 	if !colored {
 		return string(s)
 	}
@@ -199,7 +210,7 @@ func tableRows(fs []report.Finding, r *report.Report, wide, colored bool) [][]st
 		if wide {
 			summary += chainNote(f)
 		}
-		row := []string{paint(colored, f.Severity), obj, age(f, r), f.RootCause.ID, fix, summary}
+		row := []string{Paint(colored, f.Severity), obj, age(f, r), f.RootCause.ID, fix, summary}
 		if wide {
 			row = append([]string{f.ID}, row...)
 			row = append(row, strings.Join(f.RootCause.Evidence, "\n"))

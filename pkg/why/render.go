@@ -22,22 +22,23 @@ const (
 // Formats are the formats `why -o` accepts.
 var Formats = []string{FormatTree, FormatWide, FormatJSON, FormatYAML}
 
-// Render writes the answer in the given format.
-func Render(w io.Writer, res *Result, format string) error {
+// Render writes the answer in the given format; colored paints the severities of a tree as
+// scan's table does.
+func Render(w io.Writer, res *Result, format string, colored bool) error {
 	switch format {
 	case FormatJSON:
 		return render.JSON(w, res.Report)
 	case FormatYAML:
 		return render.YAML(w, res.Report)
 	case FormatTree, FormatWide, "":
-		return tree(w, res, format == FormatWide)
+		return tree(w, res, format == FormatWide, colored)
 	}
 	return fmt.Errorf("unknown output format %q (want one of %s)", format, strings.Join(Formats, ", "))
 }
 
 // tree draws each finding of the object down to its root, one line an object, then what the
 // person does next: the root cause, the fix command, and who added the finalizers.
-func tree(w io.Writer, res *Result, wide bool) error {
+func tree(w io.Writer, res *Result, wide, colored bool) error {
 	header := []string{"OBJECT", "STATE", "VERDICT"}
 	if wide {
 		header = []string{"OBJECT", "STATE", "ID", "VERDICT", "EVIDENCE"}
@@ -49,7 +50,7 @@ func tree(w io.Writer, res *Result, wide bool) error {
 		if n.Root() {
 			roots = append(roots, n)
 		}
-		row := []string{prefix + branch + n.Ref.String(), n.State, verdict(n)}
+		row := []string{prefix + branch + n.Ref.String(), n.State, verdict(n, branch == "", colored)}
 		if wide {
 			id, evidence := "-", ""
 			if n.Finding != nil {
@@ -131,27 +132,32 @@ func tree(w io.Writer, res *Result, wide bool) error {
 }
 
 // verdict is a line's one-line judgement: the finding's severity, root cause and summary, the
-// root marked; an object without a finding is stuck with nothing judged on it, or holds nothing.
-func verdict(n *Node) string {
+// root marked; an object without a finding is stuck with nothing judged on it, what the finding
+// above it waits on, or (the object asked about, top) holds nothing.
+func verdict(n *Node, top, colored bool) string {
 	f := n.Finding
 	if f == nil {
-		if len(n.Children) > 0 {
+		switch {
+		case len(n.Children) > 0:
 			return "waits on the objects below (no finding of its own)"
+		case !top:
+			return "what the finding above waits on (no finding of its own)"
 		}
 		return "nothing holds it"
 	}
 	summary := f.Summary
-	if len(n.Children) > 0 {
+	if !n.Root() {
 		// chainToRoots appends the root to a chained summary; the tree draws it below instead.
 		summary, _, _ = strings.Cut(summary, "; root: ")
 	}
-	v := fmt.Sprintf("%s %s: %s", f.Severity, f.RootCause.ID, summary)
+	sev := render.Paint(colored, f.Severity)
+	v := fmt.Sprintf("%s %s: %s", sev, f.RootCause.ID, summary)
 	if n.Root() {
 		fix := "no automatic fix"
 		if len(f.Fixes) > 0 {
 			fix = "fix " + f.Fixes[0].Action
 		}
-		v = fmt.Sprintf("%s ROOT CAUSE %s [%s, %s]: %s", f.Severity, f.RootCause.ID, f.ID, fix, summary)
+		v = fmt.Sprintf("%s ROOT CAUSE %s [%s, %s]: %s", sev, f.RootCause.ID, f.ID, fix, summary)
 	}
 	return v
 }

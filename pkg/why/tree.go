@@ -15,8 +15,20 @@ type Node struct {
 	Children []*Node
 }
 
-// Root reports whether the node is where a chain ends: a finding that waits on nothing stuck.
-func (n *Node) Root() bool { return n.Finding != nil && len(n.Children) == 0 }
+// Root reports whether the node's finding is where its chain ends: no finding below it. What it
+// waits on may still be drawn under it, an object its blockedBy names that no check judged (the
+// CRD whose conversion webhook fails, the APIService whose Service is gone).
+func (n *Node) Root() bool { return n.Finding != nil && !n.judgedBelow() }
+
+// judgedBelow reports whether an object under n has a finding.
+func (n *Node) judgedBelow() bool {
+	for _, c := range n.Children {
+		if c.Finding != nil || c.judgedBelow() {
+			return true
+		}
+	}
+	return false
+}
 
 // Build picks, out of a scan's report, what answers "why is obj stuck": the findings on obj, each
 // a tree down the blockedBy chain to its root, each object's state as state says. When obj has

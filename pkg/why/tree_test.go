@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -84,7 +85,7 @@ func golden(t *testing.T, name string, got []byte) {
 func draw(t *testing.T, res *Result, format string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := Render(&buf, res, format); err != nil {
+	if err := Render(&buf, res, format, false); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -190,5 +191,77 @@ func TestTreeSiblings(t *testing.T) {
 	}
 	if n := len(res.Report.Findings); n != 4 {
 		t.Errorf("document has %d findings, want 4", n)
+	}
+}
+
+// conversionNamespace is what a scan reports on a namespace whose deletion the namespace
+// controller cannot finish: a CustomResourceDefinition stores its objects at v1beta1, discovery
+// prefers v1, and the conversion webhook's Service is gone. The controller deletes through the
+// preferred version (kubernetes v1.37.1 pkg/controller/namespace/deletion/namespaced_resources_deleter.go,
+// deleteAllContent), every read of the objects calls the webhook, and makeDeleteContentCondition
+// writes the failure into NamespaceDeletionContentFailure. The finding names the CRD in
+// blockedBy; the CRD is not stuck, so no finding of its own. The evidence is as
+// TestNamespaceConversionWebhook's scan gave it.
+func conversionNamespace() *report.Report {
+	ns := report.ObjectRef{APIVersion: "v1", Kind: "Namespace", Name: "shop", UID: "uid-shop"}
+	f := report.Finding{Check: "stuck-terminating", Severity: report.SeverityError, Object: ns, Since: now.Add(-4 * time.Minute),
+		Summary: "Terminating for 4m: the conversion webhook of CustomResourceDefinition gadgets.example.com fails (Service gadget-system/gadget-converter does not exist)",
+		RootCause: report.RootCause{ID: "conversion-webhook-unavailable",
+			Message: "The namespace controller deletes each resource through the version discovery prefers, and the objects of gadgets.example.com are stored at another version, so every read and deletion of them calls the conversion webhook of CustomResourceDefinition gadgets.example.com, which cannot answer.",
+			Evidence: []string{"deletionTimestamp 2026-11-27T11:56:00Z (4m ago), no finalizers",
+				"condition NamespaceDeletionContentFailure=True (ContentDeletionFailed) since 2026-11-27T11:56:08Z (3m52s ago): Failed to delete all resource types, 1 remaining: failed to read one or more gadgets.example.com from the storage",
+				"resource types the namespace controller cannot read or delete: gadgets.example.com (Kind Gadget, stored at example.com/v1beta1)",
+				"CustomResourceDefinition gadgets.example.com: conversion webhook, calls Service gadget-system/gadget-converter port 443",
+				"Service gadget-system/gadget-converter: not found",
+				`recent failure: conversion webhook for example.com/v1beta1, Kind=Gadget failed: Post "https://gadget-converter.gadget-system.svc:443/convert?timeout=30s": service "gadget-converter" not found`,
+				"1 Terminating namespace(s) in scope held behind this conversion webhook: shop",
+				"spec.finalizers [kubernetes]"}},
+		BlockedBy: []report.BlockRef{{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: "gadgets.example.com"}}}
+	f.ID = report.FindingID(f.Object, f.Check, f.RootCause.ID)
+	r := &report.Report{Metadata: report.Metadata{GeneratedAt: now, Context: "test", ServerVersion: "v1.37.1"},
+		Coverage: report.Coverage{Checks: []string{"stuck-terminating"}, Degraded: []report.Note{{Check: "stuck-terminating",
+			Reason: `conversion webhook failing: list example.com/gadgets (conversion webhook for example.com/v1beta1, Kind=Gadget failed: Post "https://gadget-converter.gadget-system.svc:443/convert?timeout=30s": service "gadget-converter" not found)`}}},
+		Findings: []report.Finding{f}}
+	r.Normalize()
+	return r
+}
+
+// TestTreeNamespaceConversionWebhook: the namespace's finding is the root although the CRD it
+// names is drawn under it: the root line carries the finding ID, and the fix line says no
+// automatic fix (emptying spec.finalizers would leave the objects in etcd).
+func TestTreeNamespaceConversionWebhook(t *testing.T) {
+	r := conversionNamespace()
+	res := Build(r, r.Findings[0].Object, func(ref report.ObjectRef) string {
+		if ref.Kind == "Namespace" {
+			return "Terminating for 4m"
+		}
+		return "-"
+	})
+	res.Namespace = "shop"
+	golden(t, "namespace-conversion.tree", draw(t, res, FormatTree))
+	golden(t, "namespace-conversion.wide", draw(t, res, FormatWide))
+	if len(res.Trees) != 1 || !res.Trees[0].Root() || len(res.Trees[0].Children) != 1 || res.Trees[0].Children[0].Finding != nil {
+		t.Fatalf("want the namespace as the root over the CRD it names, got %+v", res.Trees)
+	}
+}
+
+// TestTreeColored: on a terminal (cmd decides, with --no-color and NO_COLOR) the tree paints the
+// severities as scan's table does and keeps its columns: without the colour codes it is the
+// plain tree.
+func TestTreeColored(t *testing.T) {
+	res := Build(deadNodeChain(), ref("apps/v1", "Deployment", "web"), states)
+	res.Namespace = "shop"
+	var plain, colored bytes.Buffer
+	if err := Render(&plain, res, FormatTree, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := Render(&colored, res, FormatTree, true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(colored.String(), "\x1b[") || strings.Contains(plain.String(), "\x1b[") {
+		t.Fatalf("colour codes: colored %q, plain %q", colored.String(), plain.String())
+	}
+	if got := regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(colored.String(), ""); got != plain.String() {
+		t.Errorf("the coloured tree without its colour codes:\n%s\nwant the plain one:\n%s", got, plain.String())
 	}
 }

@@ -15,8 +15,10 @@
 // either: the checks declare the nodes they judge (those of the pods read in full), and why
 // reads each of them, with its heartbeat Lease, by name (collect.Options.NodesByName).
 //
-// What it costs: the namespace's lists plus one GET per node named (measured in bench/ against
-// scan -A, and in test/e2e why_test.go).
+// What it costs: the namespace's lists plus one GET of the object and one per node named
+// (measured in bench/ against scan -A, and in test/e2e why_test.go); two more for a custom
+// resource whose conversion webhook fails (its CRD, then the object at the version it is stored
+// at).
 //
 // Cluster-scoped objects other than Namespaces (Nodes, PersistentVolumes, CRDs) would need the
 // whole cluster's pods and objects; `why` refuses them and points at `scan -A`.
@@ -32,10 +34,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/collect"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fault"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/scan"
 )
@@ -139,7 +143,7 @@ type Result struct {
 
 // Run reads the target and diagnoses it. opts.Scope is replaced by the target's namespace.
 func Run(ctx context.Context, c collect.Clients, t Target, opts scan.Options) (*Result, error) {
-	u, err := c.Dynamic.Resource(t.Resource).Namespace(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
+	u, err := get(ctx, c, t)
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("%s %w", t, ErrNotFound)
 	}
@@ -165,4 +169,37 @@ func Run(ctx context.Context, c collect.Clients, t Target, opts scan.Options) (*
 	res.Finalizers = finalizers(m)
 	res.Now, res.ClockOffset = snap.Now, snap.ClockOffset
 	return res, nil
+}
+
+// crds is where a custom resource's versions are declared.
+var crds = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// get reads the target at the version discovery prefers. A custom resource whose conversion
+// webhook fails cannot be read at any version but the one etcd stores it at: the apiserver
+// calls the webhook only for an object whose stored version differs from the one asked
+// (apiextensions-apiserver v1.37.1 pkg/apiserver/conversion, webhookConverter.Convert). The
+// scan still lists and judges such an object, so why reads it at its CRD's storage version then.
+func get(ctx context.Context, c collect.Clients, t Target) (*unstructured.Unstructured, error) {
+	u, err := c.Dynamic.Resource(t.Resource).Namespace(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
+	if err == nil || !fault.ConversionFailed(err) {
+		return u, err
+	}
+	crd, cerr := c.Dynamic.Resource(crds).Get(ctx, t.Resource.GroupResource().String(), metav1.GetOptions{})
+	if cerr != nil {
+		return nil, err
+	}
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	for _, v := range versions {
+		v, _ := v.(map[string]any)
+		name, _ := v["name"].(string)
+		if stored, _ := v["storage"].(bool); !stored || name == t.Resource.Version {
+			continue
+		}
+		at := t.Resource
+		at.Version = name
+		if u, serr := c.Dynamic.Resource(at).Namespace(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{}); serr == nil {
+			return u, nil
+		}
+	}
+	return nil, err
 }

@@ -52,9 +52,17 @@ func (e *teEnv) podOn(t *testing.T, ns, name, node string, vols ...corev1.Volume
 	})
 }
 
+// scanAll runs `scan -A --checks stuck-terminating -o json --min-age 0s`, exit 0 or 2; why must
+// agree with it on every object it finds stuck.
 func (e *teEnv) scanAll(t *testing.T) *report.Report {
 	t.Helper()
-	return pluginOn(e.c.Kubeconfig).scan(t, "-A", "--checks", teCheck, "-o", "json", "--min-age", "0s").wantFindingsOrNone().report()
+	return e.pollAll(t).agreed()
+}
+
+// pollAll is scanAll for a loop that waits for a state, as poll is scan.
+func (e *teEnv) pollAll(t *testing.T) *pluginRun {
+	t.Helper()
+	return pluginOn(e.c.Kubeconfig).scan(t, "-A", "--checks", teCheck, "-o", "json", "--min-age", "0s").wantFindingsOrNone()
 }
 
 // assertBlockedBy checks the chain, nearest first, written Kind/name, and the root's finding ID.

@@ -96,14 +96,17 @@ func (e *teEnv) kruiseHookBypassed(t *testing.T) {
 	})
 	e.deletePod(t, ns, p.Name)
 	var f report.Finding
+	var run *pluginRun
 	eventually(t, 60*time.Second, "the kruise-hook-bypassed finding", func(ctx context.Context) (bool, error) {
-		for _, g := range e.scanAll(t).Findings {
+		run = e.pollAll(t)
+		for _, g := range run.report().Findings {
 			if g.Object.Name == p.Name {
 				f = g
 			}
 		}
 		return f.RootCause.ID == "kruise-hook-bypassed", nil
 	})
+	run.agreed()
 	assertFinding(t, f, "kruise-hook-bypassed", report.SeverityWarning,
 		[]string{"CloneSet ch-kruise/cart spec.lifecycle.preDelete.finalizersHandler lists example.com/unregister", "apps.kruise.io/specified-delete"}, nil)
 }
@@ -193,9 +196,11 @@ func (e *teEnv) foregroundOnDeadNode(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	var run *pluginRun
 	var rep *report.Report
 	eventually(t, 90*time.Second, "the pod's node-not-ready finding and the ReplicaSet deleted", func(ctx context.Context) (bool, error) {
-		rep = e.scanAll(t)
+		run = e.pollAll(t)
+		rep = run.report()
 		var pod, rs bool
 		for _, f := range rep.Findings {
 			pod = pod || f.Object.Namespace == ns && f.Object.Kind == "Pod" && f.RootCause.ID == "node-not-ready"
@@ -203,6 +208,7 @@ func (e *teEnv) foregroundOnDeadNode(t *testing.T) {
 		}
 		return pod && rs, nil
 	})
+	run.agreed()
 	var pod report.Finding
 	for _, f := range rep.Findings {
 		if f.Object.Namespace == ns && f.Object.Kind == "Pod" {
@@ -261,11 +267,11 @@ func (e *teEnv) foregroundOnDeadNode(t *testing.T) {
 		_, err := e.cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), teIgnoreNotFound(err)
 	})
-	run := watch.wait().wantExit(0)
-	if !strings.HasPrefix(run.stdout, "OBJECT") || !strings.HasSuffix(run.stdout, "deployments.apps \"web\" in namespace \"ch-fg\" is gone.\n") {
-		t.Errorf("why --watch: want the tree, then the Deployment gone:\n%s", run.stdout)
+	watched := watch.wait().wantExit(0)
+	if !strings.HasPrefix(watched.stdout, "OBJECT") || !strings.HasSuffix(watched.stdout, "deployments.apps \"web\" in namespace \"ch-fg\" is gone.\n") {
+		t.Errorf("why --watch: want the tree, then the Deployment gone:\n%s", watched.stdout)
 	}
-	t.Logf("why --watch deploy/web:\n%s", run.stdout)
+	t.Logf("why --watch deploy/web:\n%s", watched.stdout)
 }
 
 var chGadgets = schema.GroupVersionResource{Group: "example.org", Version: "v1", Resource: "gadgets"}
@@ -284,9 +290,11 @@ func (e *teEnv) crdInstance(t *testing.T) {
 	if err := e.c.Dynamic().Resource(crds).Delete(e.ctx, "gadgets.example.org", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	var run *pluginRun
 	var rep *report.Report
 	eventually(t, 60*time.Second, "the CRD's finding", func(ctx context.Context) (bool, error) {
-		rep = e.scanAll(t)
+		run = e.pollAll(t)
+		rep = run.report()
 		for _, f := range rep.Findings {
 			if f.Object.Kind == "CustomResourceDefinition" && f.RootCause.ID == "dependents-remaining" {
 				return true, nil
@@ -294,6 +302,7 @@ func (e *teEnv) crdInstance(t *testing.T) {
 		}
 		return false, nil
 	})
+	run.agreed()
 	f := teFind(t, rep, "CustomResourceDefinition", "gadgets.example.org")
 	assertFinding(t, f, "dependents-remaining", report.SeverityWarning,
 		[]string{"instance: gadget ch-crd/g1, Deleting, finalizers [example.org/hold]", "customresourcecleanup.apiextensions.k8s.io"}, nil)
@@ -311,9 +320,11 @@ func (e *teEnv) claimOnDeadNode(t *testing.T) {
 	if err := e.cs.CoreV1().PersistentVolumeClaims(ns).Delete(e.ctx, "logs", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	var run *pluginRun
 	var rep *report.Report
 	eventually(t, 60*time.Second, "the pod's node-not-ready finding", func(ctx context.Context) (bool, error) {
-		rep = e.scanAll(t)
+		run = e.pollAll(t)
+		rep = run.report()
 		for _, f := range rep.Findings {
 			if f.Object.Name == "batch-0" && f.RootCause.ID == "node-not-ready" {
 				return true, nil
@@ -321,6 +332,7 @@ func (e *teEnv) claimOnDeadNode(t *testing.T) {
 		}
 		return false, nil
 	})
+	run.agreed()
 	pod := teFind(t, rep, "Pod", "batch-0")
 	claim := teFind(t, rep, "PersistentVolumeClaim", "logs")
 	assertFinding(t, claim, "protected-resource-in-use", report.SeverityWarning,

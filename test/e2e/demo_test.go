@@ -37,6 +37,7 @@ func TestDemoScenarios(t *testing.T) {
 	var rep *report.Report
 	t.Run("scan names every broken object with its check and root cause, and nothing else", func(t *testing.T) {
 		rep = demoScan(t, c.Kubeconfig, 2)
+		whyAgreesWithReport(t, pluginOn(c.Kubeconfig), rep, "--min-age", "0s")
 		demoAssertFindings(t, rep, shop.Expected)
 		demoAssertHealthy(t, rep, shop.Healthy)
 		for _, f := range rep.Findings {

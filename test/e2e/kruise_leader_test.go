@@ -161,7 +161,7 @@ func (k *krEnv) leakedFinding(t *testing.T, ns, kruiseNS string) report.Finding 
 	t.Helper()
 	k.namespace(t, ns)
 	k.leakedCloneSet(t, ns, "demo", "5l6cv")
-	return krFind(t, pluginOn(k.c.Kubeconfig).scan(t, krArgs(ns, kruiseNS)...).wantExit(2).report(), "expectations-unsatisfied", "demo")
+	return krFind(t, pluginOn(k.c.Kubeconfig).scan(t, krArgs(ns, kruiseNS)...).wantExit(2).agreed(), "expectations-unsatisfied", "demo")
 }
 
 // krClockSkewed is the report of a scan run with the binary's local clock shifted by skew, after
@@ -173,7 +173,7 @@ func krClockSkewed(t *testing.T, scanned *pluginRun, skew string) *report.Report
 		t.Fatal(err)
 	}
 	stderr, before := scanned.stderr, scanned.began
-	rep := scanned.report()
+	rep := scanned.agreed()
 	// The shift took (the binary saw its clock off), and the report's time is the apiserver's,
 	// which runs on this machine's clock: ages are not measured on the shifted one.
 	m := regexp.MustCompile(`this machine's clock is (\S+) ahead of the apiserver's`).FindStringSubmatch(stderr)

@@ -92,7 +92,7 @@ func (k *krEnv) webhookBlocksPodWrites(t *testing.T) {
 			{APIVersion: "v1", Kind: "Service", Namespace: kruiseNS, Name: "kruise-webhook-service"}}
 	}
 	scanned := pluginOn(k.c.Kubeconfig).scan(t, krArgs(ns, kruiseNS)...).wantExit(2)
-	rep := scanned.report()
+	rep := scanned.agreed()
 	if strings.Contains(scanned.stdout, "s3cr3t-value") {
 		t.Errorf("the report leaks an environment value from the event's pod dump:\n%s", scanned.stdout)
 	}
@@ -114,7 +114,7 @@ func (k *krEnv) webhookBlocksPodWrites(t *testing.T) {
 			t.Errorf("%s blockedBy %+v, want %+v", tc.name, f.BlockedBy, tc.blockedBy)
 		}
 	}
-	rep = pluginOn(k.c.Kubeconfig).scan(t, krArgs(skipped, kruiseNS)...).wantExit(2).report()
+	rep = pluginOn(k.c.Kubeconfig).scan(t, krArgs(skipped, kruiseNS)...).wantExit(2).agreed()
 	f := krFind(t, rep, "stuck-preparing-normal", "web-t4k8w")
 	assertFinding(t, f, "prenormal-reconcile-missed", report.SeverityError, nil, []string{"requeue-workload"})
 	if all := strings.Join(f.RootCause.Evidence, "\n"); strings.Contains(all, ".kb.io") {

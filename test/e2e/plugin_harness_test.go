@@ -29,6 +29,7 @@ func (p plugin) withClockSkew(skew string) plugin {
 // pluginRun is one finished run of the binary: what it printed, its exit code and its wall time.
 type pluginRun struct {
 	t              testing.TB
+	p              plugin
 	args           []string
 	stdout, stderr string
 	code           int
@@ -52,7 +53,7 @@ func (p plugin) run(t testing.TB, args []string) *pluginRun {
 	t.Helper()
 	began := time.Now()
 	stdout, stderr, code := runEnv(t, p.kubeconfig, p.env, pluginBinary(t), args...)
-	return &pluginRun{t: t, args: args, stdout: stdout, stderr: stderr, code: code, began: began, took: time.Since(began)}
+	return &pluginRun{t: t, p: p, args: args, stdout: stdout, stderr: stderr, code: code, began: began, took: time.Since(began)}
 }
 
 // wantExit fails the test unless the run exited with one of codes.

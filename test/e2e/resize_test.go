@@ -591,7 +591,7 @@ func rzReport(t *testing.T, scanned *pluginRun) (*report.Report, int) {
 	if strings.Contains(stdout, rzSecretEnv) {
 		t.Errorf("the report shows an env value:\n%s", stdout)
 	}
-	r := scanned.report()
+	r := scanned.agreed()
 	if !r.Coverage.Complete {
 		t.Errorf("coverage incomplete: %+v", r.Coverage)
 	}

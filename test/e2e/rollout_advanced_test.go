@@ -94,13 +94,15 @@ func TestRolloutStalledAdvanced(t *testing.T) {
 		advWait(t, k, ns, r, r.settled)
 	}
 
-	if rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns, "--min-age", "1h")...).wantExit(0).report(); len(rep.Findings) != 0 {
+	if rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns, "--min-age", "1h")...).wantExit(0).agreed(); len(rep.Findings) != 0 {
 		t.Fatalf("within the threshold nothing is stalled, got:\n%s", summaries(rep))
 	}
 	// The stalled pods were created moments ago: the scan reports them once they are 15s old.
 	var rep report.Report
+	var run *pluginRun
 	eventually(t, 2*time.Minute, "rollout-stalled findings past --min-age 15s", func(context.Context) (bool, error) {
-		stdout, stderr, code := pluginOn(k.c.Kubeconfig).scan(t, "-n", ns, "--checks", "rollout-stalled", "-o", "json", "--min-age", "15s").out()
+		run = pluginOn(k.c.Kubeconfig).scan(t, "-n", ns, "--checks", "rollout-stalled", "-o", "json", "--min-age", "15s")
+		stdout, stderr, code := run.out()
 		if code != 0 && code != 2 {
 			return false, fmt.Errorf("scan: exit %d\n%s", code, stderr)
 		}
@@ -110,6 +112,7 @@ func TestRolloutStalledAdvanced(t *testing.T) {
 		}
 		return code == 2 && len(rep.Findings) >= 3, nil
 	})
+	run.agreed()
 	if len(rep.Findings) != 3 {
 		t.Fatalf("want findings on db, agent and agent-all only, got:\n%s", summaries(&rep))
 	}

@@ -125,7 +125,7 @@ func TestRolloutStalledCoreWorkloads(t *testing.T) {
 		t.FailNow()
 	}
 
-	rep := pluginOn(c.Kubeconfig).scan(t, "-A", "-o", "json", "--min-age", "0s").wantExit(2).report()
+	rep := pluginOn(c.Kubeconfig).scan(t, "-A", "-o", "json", "--min-age", "0s").wantExit(2).agreed()
 	total := 0
 	for _, s := range scenarios {
 		t.Run(s.ns, func(t *testing.T) { s.assert(t, rep) })

@@ -85,7 +85,7 @@ func TestRolloutStalledInPlaceOnNode(t *testing.T) {
 	}
 
 	t.Run("no kruise-daemon DaemonSet", func(t *testing.T) {
-		rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(2).report()
+		rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(2).agreed()
 		if len(rep.Findings) != 2 {
 			t.Fatalf("want findings on resize and relabel only, got:\n%s", summaries(rep))
 		}
@@ -100,7 +100,7 @@ func TestRolloutStalledInPlaceOnNode(t *testing.T) {
 	})
 	t.Run("kruise-daemon kept off the node", func(t *testing.T) {
 		roDaemonElsewhere(t, k)
-		rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(2).report()
+		rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(2).agreed()
 		assertFinding(t, krFind(t, rep, "rollout-stalled", "relabel"), "inplace-daemon-missing", report.SeverityError, []string{
 			"waits for kruise-daemon on node " + relabeled.Spec.NodeName,
 			"DaemonSet " + kruisemanager.Namespace + "/kruise-daemon: 0 of 0 pods available; its pods were not read: the scan covers namespace " +

@@ -85,7 +85,7 @@ func TestRolloutStalledPodsNotReady(t *testing.T) {
 		`corresponding condition of pod readiness gate "`+gate+`" does not exist.`)
 
 	// Warnings: below the default --fail-on error.
-	rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(0).report()
+	rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(0).agreed()
 	if len(rep.Findings) != 2 {
 		t.Fatalf("want findings on probe and gated only, got:\n%s", summaries(rep))
 	}
@@ -136,7 +136,7 @@ func TestRolloutStalledBlockedByPreparingNormal(t *testing.T) {
 	roReady(t, stuck, corev1.ConditionTrue, "", "")
 
 	t.Run("rollout-stalled alone, each rollout's own deadline", func(t *testing.T) {
-		rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(0).report()
+		rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(0).agreed()
 		if len(rep.Findings) != 1 {
 			t.Fatalf("want a finding on registered only, got:\n%s", summaries(rep))
 		}
@@ -149,7 +149,7 @@ func TestRolloutStalledBlockedByPreparingNormal(t *testing.T) {
 	})
 	t.Run("with stuck-preparing-normal: blockedBy names its finding", func(t *testing.T) {
 		// The pod is past 20s in PreparingNormal; stuck-preparing-normal's own threshold is 10m.
-		rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns, "--checks", "stuck-preparing-normal", "--min-age", "20s", "--fail-on", "never")...).wantExit(0).report()
+		rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns, "--checks", "stuck-preparing-normal", "--min-age", "20s", "--fail-on", "never")...).wantExit(0).agreed()
 		pod := krFind(t, rep, "stuck-preparing-normal", stuck.Name)
 		assertFinding(t, pod, "prenormal-hook-pending", pod.Severity, []string{label}, nil)
 		f := krFind(t, rep, "rollout-stalled", "registered")
@@ -204,7 +204,7 @@ func TestRolloutStalledQuotaRefusesPods(t *testing.T) {
 		t.Fatalf("want FailedCreate events on refused quoting the quota, got %+v", events.Items)
 	}
 
-	rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(2).report()
+	rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(2).agreed()
 	if len(rep.Findings) != 1 {
 		t.Fatalf("want a finding on refused only, got:\n%s", summaries(rep))
 	}

@@ -78,11 +78,11 @@ func TestRolloutStalledSidecarSet(t *testing.T) {
 		if raw, _ := os.ReadFile(k.logFile); strings.Contains(string(raw), "update in flight") {
 			t.Fatalf("the leader at --v=2 logged a V(3) line:\n%s", raw)
 		}
-		f := ssOnly(t, pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns, "--min-age", "0s")...).wantExit(0).report())
+		f := ssOnly(t, pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns, "--min-age", "0s")...).wantExit(0).agreed())
 		if f.RootCause.ID != "sidecarset-update-stalled" || len(f.Fixes) != 0 {
 			t.Fatalf("got %s with fixes %+v", f.RootCause.ID, f.Fixes)
 		}
-		if rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(0).report(); len(rep.Findings) != 0 {
+		if rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(0).agreed(); len(rep.Findings) != 0 {
 			t.Errorf("within the 10m threshold nothing is stalled:\n%s", summaries(rep))
 		}
 	})
@@ -100,7 +100,7 @@ func TestRolloutStalledSidecarSet(t *testing.T) {
 	})
 
 	t.Run("the leader logs the update in flight: restart-controller-leader, and the update completes", func(t *testing.T) {
-		f := ssOnly(t, pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns, "--min-age", "0s")...).wantExit(2).report())
+		f := ssOnly(t, pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns, "--min-age", "0s")...).wantExit(2).agreed())
 		if f.RootCause.ID != "sidecarset-update-in-flight" || len(f.Fixes) != 1 || f.Fixes[0].Action != "restart-controller-leader" ||
 			f.Fixes[0].Risk != report.RiskMedium {
 			t.Fatalf("got %s with fixes %+v, want restart-controller-leader at medium risk (a second Ready replica)", f.RootCause.ID, f.Fixes)
@@ -114,7 +114,7 @@ func TestRolloutStalledSidecarSet(t *testing.T) {
 			return m.Leader() != "" && m.Leader() != leader && ssAllUpdated(t, k, ns, "ss-leak", 2), nil
 		})
 		ssWaitStatus(t, k, "ss-leak", 2, 2, 2)
-		if rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns, "--min-age", "0s")...).wantExit(0).report(); len(rep.Findings) != 0 {
+		if rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns, "--min-age", "0s")...).wantExit(0).agreed(); len(rep.Findings) != 0 {
 			t.Errorf("the update completed, yet:\n%s", summaries(rep))
 		}
 	})

@@ -74,7 +74,7 @@ func TestRolloutStalledStatefulSet(t *testing.T) {
 		createNamespace(t, c, ns)
 		good := stsCreate(t, cs, ns, "db", appsv1.StatefulSetUpdateStrategy{})
 		bad := stsRollToCrash(t, cs, ns, "db", good)
-		rep := pluginOn(c.Kubeconfig).scan(t, "-n", ns, "-o", "json", "--min-age", "0s").wantExit(2).report()
+		rep := pluginOn(c.Kubeconfig).scan(t, "-n", ns, "-o", "json", "--min-age", "0s").wantExit(2).agreed()
 		if len(rep.Findings) != 1 {
 			t.Fatalf("want one finding on StatefulSet db, got:\n%s", summaries(rep))
 		}
@@ -109,7 +109,7 @@ func stsForcedRollback(t *testing.T, c *testcluster.Cluster) {
 	broken := fixGetPod(t, cs, ns, "db-2")
 
 	scanned := wd.scan(t, "-n", ns, "-o", "json", "--min-age", "0s").wantExit(2)
-	rep := scanned.report()
+	rep := scanned.agreed()
 	if len(rep.Findings) != 1 {
 		t.Fatalf("want one finding on StatefulSet db, got:\n%s", summaries(rep))
 	}
@@ -183,7 +183,7 @@ func stsForcedRollback(t *testing.T, c *testcluster.Cluster) {
 			return p != nil && p.UID != broken.UID && stsRevision(p) == good && bgServing(p) &&
 				s.Status.CurrentRevision == good && s.Status.UpdateRevision == good && s.Status.UpdatedReplicas == 3 && s.Status.ReadyReplicas == 3
 		})
-		if rep := wd.scan(t, "-n", ns, "-o", "json", "--min-age", "0s").wantExit(0).report(); len(rep.Findings) != 0 {
+		if rep := wd.scan(t, "-n", ns, "-o", "json", "--min-age", "0s").wantExit(0).agreed(); len(rep.Findings) != 0 {
 			t.Errorf("findings after the fix:\n%s", summaries(rep))
 		}
 		// The scan's plan, applied again past its re-check, never deletes the replacement.
@@ -227,7 +227,7 @@ func stsHealthy(t *testing.T, c *testcluster.Cluster) {
 		return s.Status.UpdateRevision != done && s.Status.CurrentRevision == s.Status.UpdateRevision && s.Status.UpdatedReplicas == 3 &&
 			s.Status.ReadyReplicas == 3 && stsOn(pods, s.Status.UpdateRevision, "done-0", "done-1", "done-2")
 	})
-	if rep := pluginOn(c.Kubeconfig).scan(t, "-n", ns, "-o", "json", "--min-age", "0s").wantExit(0).report(); len(rep.Findings) != 0 {
+	if rep := pluginOn(c.Kubeconfig).scan(t, "-n", ns, "-o", "json", "--min-age", "0s").wantExit(0).agreed(); len(rep.Findings) != 0 {
 		t.Errorf("findings on healthy StatefulSets:\n%s", summaries(rep))
 	}
 }

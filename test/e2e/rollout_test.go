@@ -136,12 +136,14 @@ func TestRolloutStalledCloneSetPods(t *testing.T) {
 	// A stall is dated from the newest change of the pods it waits on, which the stand-in may
 	// make a moment after it set the condition: the scan sees both rollouts stalled once their
 	// own 30s deadline has passed since then.
+	var run *pluginRun
 	var rep *report.Report
 	eventually(t, time.Minute, "pull and crash to be past their deadline", func(context.Context) (bool, error) {
-		run := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(0, 2)
+		run = pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(0, 2)
 		rep = run.report()
 		return run.code == 2 && len(rep.Findings) >= 2, nil
 	})
+	run.agreed()
 	if len(rep.Findings) != 2 {
 		t.Fatalf("want findings on pull and crash only, got:\n%s", summaries(rep))
 	}
@@ -182,7 +184,7 @@ func TestRolloutStalledInPlace(t *testing.T) {
 		}
 	})
 
-	rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(2).report()
+	rep := pluginOn(k.c.Kubeconfig).scan(t, roArgs(ns)...).wantExit(2).agreed()
 	if len(rep.Findings) != 2 {
 		t.Fatalf("want findings on hooked and unfinished only, got:\n%s", summaries(rep))
 	}

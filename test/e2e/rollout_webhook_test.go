@@ -145,7 +145,7 @@ func TestRolloutWebhookRefusesPods(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	rep := pluginOn(c.Kubeconfig).scan(t, "-A", "-o", "json", "--min-age", "0s").wantExit(2).report()
+	rep := pluginOn(c.Kubeconfig).scan(t, "-A", "-o", "json", "--min-age", "0s").wantExit(2).agreed()
 	for _, rc := range cases {
 		t.Run(rc.ns, func(t *testing.T) { rc.assert(t, rep) })
 	}
@@ -157,7 +157,7 @@ func TestRolloutWebhookRefusesPods(t *testing.T) {
 			"failurePolicy Fail, calls URL https://" + server.addr, "connect: connection refused",
 			"its backend is unavailable: calls fail: nothing listens behind it (connection refused)"}}
 	e.rollPastWebhooks(t, down.ns, "registry.example.com/shop/web:1.2", "connect: connection refused")
-	rep = pluginOn(c.Kubeconfig).scan(t, "-A", "-o", "json", "--min-age", "0s").wantExit(2).report()
+	rep = pluginOn(c.Kubeconfig).scan(t, "-A", "-o", "json", "--min-age", "0s").wantExit(2).agreed()
 	down.assert(t, rep)
 }
 

@@ -78,6 +78,17 @@ func (e *teEnv) conversionServiceMissing(t *testing.T) {
 	if !strings.Contains(f.Summary, "Service gadget-system/gadget-converter does not exist") {
 		t.Errorf("summary %q does not say why", f.Summary)
 	}
+	// why draws the namespace as the root (its finding is the last of the chain) over the CRD it
+	// names, which has no finding of its own (pkg/why testdata/namespace-conversion.tree).
+	tree := pluginOn(e.c.Kubeconfig).why(t, "ns", ns, "--checks", teCheck, "--min-age", "0s").wantExit(2).stdout
+	t.Logf("why ns %s:\n%s", ns, tree)
+	for _, want := range []string{"namespace/" + ns + " ", "error ROOT CAUSE conversion-webhook-unavailable [" + f.ID + ", no automatic fix]",
+		"└─ customresourcedefinition/gadgets.conv-missing.example.com ", "what the finding above waits on",
+		"Fix: none automatic; kubectl workloaddoctor explain conversion-webhook-unavailable"} {
+		if !strings.Contains(tree, want) {
+			t.Errorf("why ns %s: no %q in\n%s", ns, want, tree)
+		}
+	}
 	// The scan lists gadgets at the preferred version too, v1, which needs the webhook:
 	// coverage says so, as a limit that leaves the exit code to the finding (2 above), not as a
 	// blind scan (1).

@@ -154,7 +154,7 @@ func (e *teEnv) scanUserIn(t *testing.T, user string, namespaces ...string) stri
 // scanAs runs the scan with another kubeconfig; it accepts exit 0 or 2.
 func (e *teEnv) scanAs(t *testing.T, kubeconfig, ns string) *report.Report {
 	t.Helper()
-	return pluginOn(kubeconfig).scan(t, "-n", ns, "--checks", teCheck, "-o", "json", "--min-age", "0s").wantFindingsOrNone().report()
+	return pluginOn(kubeconfig).scan(t, "-n", ns, "--checks", teCheck, "-o", "json", "--min-age", "0s").wantFindingsOrNone().agreed()
 }
 
 // statefulSet creates a StatefulSet of one replica on the kwok node and waits until it is available.

@@ -325,7 +325,6 @@ func (e *teEnv) namespaceDiscovery(t *testing.T) {
 	if !strings.Contains(f.Summary, svcName) {
 		t.Errorf("summary %q does not name the APIService", f.Summary)
 	}
-	whyAgreesWithScan(t, pluginOn(e.c.Kubeconfig), rep, f, "--checks", teCheck, "--min-age", "0s")
 	// The broken API also hides resources from the scan itself: coverage says so.
 	degraded := false
 	for _, n := range rep.Coverage.Degraded {
@@ -357,9 +356,11 @@ func (e *teEnv) nodeNotReady(t *testing.T) {
 	}
 
 	// The pods' grace period (3s) runs out, then nothing finishes the deletion.
+	var run *pluginRun
 	var rep *report.Report
 	eventually(t, 60*time.Second, "node-not-ready findings for both pods", func(ctx context.Context) (bool, error) {
-		rep = e.scan(t, ns, -1)
+		run = e.poll(t, ns)
+		rep = run.report()
 		n := 0
 		for _, f := range rep.Findings {
 			if f.Check == teCheck && f.RootCause.ID == "node-not-ready" {
@@ -368,6 +369,7 @@ func (e *teEnv) nodeNotReady(t *testing.T) {
 		}
 		return n == 2, nil
 	})
+	run.agreed()
 	var ids []string
 	for _, p := range pods {
 		f := teFind(t, rep, "Pod", p.Name)
@@ -526,10 +528,18 @@ func teIgnoreNotFound(err error) error {
 
 // ---- running the plugin ----
 
-// scan runs `scan -n ns --checks stuck-terminating -o json --min-age 0s`; wantExit -1 accepts 0 or 2.
+// scan runs `scan -n ns --checks stuck-terminating -o json --min-age 0s`; wantExit -1 accepts 0 or
+// 2. why must agree with it on every object it finds stuck.
 func (e *teEnv) scan(t *testing.T, ns string, wantExit int) *report.Report {
 	t.Helper()
-	return pluginOn(e.c.Kubeconfig).scan(t, "-n", ns, "--checks", teCheck, "-o", "json", "--min-age", "0s").wantScanExit(wantExit).report()
+	return e.poll(t, ns).wantScanExit(wantExit).agreed()
+}
+
+// poll is scan for a loop that waits for a state: the run, exit 0 or 2, which the loop's last
+// look, once the state is there, takes on to agreed.
+func (e *teEnv) poll(t *testing.T, ns string) *pluginRun {
+	t.Helper()
+	return pluginOn(e.c.Kubeconfig).scan(t, "-n", ns, "--checks", teCheck, "-o", "json", "--min-age", "0s").wantFindingsOrNone()
 }
 
 // fix runs the real `fix` on findings (IDs separated by spaces) and checks each action's status.

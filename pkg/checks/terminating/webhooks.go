@@ -5,57 +5,37 @@ import (
 	"sort"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/admission"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/internal/webhookenv"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
 // failingWebhooks are the webhooks that reject every request they are called for: failurePolicy
-// Fail and a backend that cannot answer. blocked counts, per webhook, the objects being deleted
-// whose finalizer removal it is called for: how far its outage reaches. refused are, per webhook,
-// the other objects whose writes Warning events say it refused (a ReplicaSet's pod creations).
+// Fail and a backend that cannot answer (webhookenv judges each backend once, with the failures
+// Warning events quote). blocked counts, per webhook, the objects being deleted whose finalizer
+// removal it is called for: how far its outage reaches. refused are, per webhook, the other
+// objects whose writes Warning events say it refused (a ReplicaSet's pod creations).
 type failingWebhooks struct {
-	hooks   []failingWebhook
+	env     *webhookenv.Env
+	hooks   []webhookenv.Judged
 	blocked map[string][]string
 	refused map[string][]string
 }
 
-type failingWebhook struct {
-	hook    admission.Webhook
-	backend admission.Backend
-}
-
-// failingHooks judges every webhook's backend once per run: failures quoted in Warning events
-// (`failed calling webhook "NAME"`) count with what the Services and EndpointSlices show.
+// failingHooks judges the webhooks once per run.
 func (a *pass) failingHooks() *failingWebhooks {
 	if a.failing != nil {
 		return a.failing
 	}
-	a.failing = &failingWebhooks{blocked: map[string][]string{}, refused: map[string][]string{}}
-	var failures []string
-	var refusals []*corev1.Event
-	for _, e := range a.s.Events {
-		if e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "failed calling webhook") {
-			failures = append(failures, e.Message)
-			refusals = append(refusals, e)
-		}
-	}
-	hooks := admission.Webhooks(a.s.Admission.ValidatingWebhooks, a.s.Admission.MutatingWebhooks)
-	for _, w := range hooks {
-		if !w.FailsClosed() {
-			continue
-		}
-		if b := admission.WebhookBackend(w, a.s, failures); b.State == admission.Unavailable {
-			a.failing.hooks = append(a.failing.hooks, failingWebhook{hook: w, backend: b})
-		}
-	}
+	env := webhookenv.New(a.s)
+	a.failing = &failingWebhooks{env: env, hooks: env.Failing(), blocked: map[string][]string{}, refused: map[string][]string{}}
 	if len(a.failing.hooks) > 0 {
 		a.countBlocked()
-		a.countRefused(hooks, refusals)
+		a.countRefused()
 	}
 	return a.failing
 }
@@ -64,37 +44,23 @@ func (a *pass) failingHooks() *failingWebhooks {
 // `failed calling webhook "NAME"`: with failurePolicy Fail that message is the apiserver's
 // rejection of the write (dispatcher.go, Dispatch, k8s.io/apiserver v1.37.1), and the event is on
 // the object whose controller made it. The message names the webhook, not its configuration, so
-// only a name no other webhook that fails closed carries is attributed; one with failurePolicy
-// Ignore fails open without an error to the client, so it cannot have left the message. Objects
-// already held behind it are not counted again.
-func (a *pass) countRefused(all []admission.Webhook, events []*corev1.Event) {
-	named := map[string]int{}
-	for _, w := range all {
-		if w.FailsClosed() {
-			named[w.Name]++
-		}
-	}
+// only a name no other webhook that fails closed carries is attributed. Objects already held
+// behind it are not counted again.
+func (a *pass) countRefused() {
+	env := a.failing.env
 	for _, f := range a.failing.hooks {
-		if named[f.hook.Name] != 1 {
+		if env.FailingClosed(f.Hook.Name) != 1 {
 			continue
 		}
-		mark := fmt.Sprintf("failed calling webhook %q", f.hook.Name)
+		key := f.Hook.String()
 		seen := map[string]bool{}
-		for _, held := range a.failing.blocked[f.hook.String()] {
+		for _, held := range a.failing.blocked[key] {
 			seen[held] = true // counted once, as held
 		}
-		for _, e := range events {
-			if !strings.Contains(e.Message, mark) {
-				continue
-			}
-			o := e.InvolvedObject
-			name := o.Kind + " " + o.Name
-			if o.Namespace != "" {
-				name = o.Kind + " " + o.Namespace + "/" + o.Name
-			}
-			if !seen[name] {
-				seen[name] = true
-				a.failing.refused[f.hook.String()] = append(a.failing.refused[f.hook.String()], name+" ("+e.Reason+")")
+		for _, r := range env.Refused(f.Hook.Name) {
+			if !seen[r.Object] {
+				seen[r.Object] = true
+				a.failing.refused[key] = append(a.failing.refused[key], r.Object+" ("+r.Reason+")")
 			}
 		}
 	}
@@ -104,36 +70,24 @@ func (a *pass) countRefused(all []admission.Webhook, events []*corev1.Event) {
 // of the object (a PATCH of its metadata, admitted as UPDATE of the object itself), with how it
 // matched. A webhook whose matchConditions decide is returned too: it is called unless they
 // exclude the object, which the match says.
-func (a *pass) removalBlockedBy(res schema.GroupVersionResource, m metav1.Object) (failingWebhook, admission.Match, bool) {
+func (a *pass) removalBlockedBy(res schema.GroupVersionResource, m metav1.Object) (webhookenv.Judged, bool) {
 	if res.Resource == "" || len(m.GetFinalizers()) == 0 {
-		return failingWebhook{}, admission.Match{}, false
+		return webhookenv.Judged{}, false
 	}
-	var nsLabels map[string]string
-	if ns := m.GetNamespace(); ns != "" {
-		if n, ok := a.s.Namespace(ns); ok {
-			nsLabels = n.Labels
-		}
-	}
-	req := admission.Update(res, m, nsLabels)
-	for _, f := range a.failing.hooks {
-		if match := admission.Matches(f.hook, req); match.Verdict == admission.Matched || match.Verdict == admission.Conditional {
-			return f, match, true
-		}
-	}
-	return failingWebhook{}, admission.Match{}, false
+	return a.failing.env.Blocking(a.failing.env.Request(false, res, m))
 }
 
 // countBlocked counts, for each failing webhook, the objects being deleted that it holds.
 func (a *pass) countBlocked() {
 	add := func(res schema.GroupVersionResource, kind string, m metav1.Object) {
-		if f, _, ok := a.removalBlockedBy(res, m); ok {
-			key := f.hook.String()
+		if f, ok := a.removalBlockedBy(res, m); ok {
+			key := f.Hook.String()
 			a.failing.blocked[key] = append(a.failing.blocked[key], kind+" "+objectName(m))
 		}
 	}
 	for _, p := range a.pods() {
 		if p.DeletionTimestamp != nil {
-			add(corev1.SchemeGroupVersion.WithResource("pods"), "Pod", p)
+			add(webhookenv.Pods, "Pod", p)
 		}
 	}
 	for _, o := range a.s.Objects {
@@ -160,17 +114,17 @@ func (a *pass) webhookBlocksRemoval(t *target) (checks.Draft, bool) {
 	if len(a.failingHooks().hooks) == 0 {
 		return checks.Draft{}, false
 	}
-	f, match, ok := a.removalBlockedBy(t.resource, t.meta)
+	f, ok := a.removalBlockedBy(t.resource, t.meta)
 	if !ok {
 		return checks.Draft{}, false
 	}
-	w := f.hook
+	w, match := f.Hook, f.Match
 	fins := strings.Join(t.meta.GetFinalizers(), ", ")
 	ev := []string{checks.Evidencef("the update that removes finalizer %s is sent to %s (failurePolicy Fail): rule %s", fins, w, match.Rule)}
 	if match.Verdict == admission.Conditional {
 		ev = append(ev, checks.Evidencef("unless its matchConditions exclude this object (not evaluated here): %s", strings.Join(match.Conditions, "; ")))
 	}
-	ev = append(ev, f.backend.Evidence...)
+	ev = append(ev, f.Backend.Evidence...)
 	// The blast radius: what the webhook rejects while it is down, and the deletions it holds now.
 	blocked := a.failing.blocked[w.String()]
 	sort.Strings(blocked)
@@ -184,12 +138,12 @@ func (a *pass) webhookBlocksRemoval(t *target) (checks.Draft, bool) {
 	return checks.Draft{
 		RootCause: RootCauseAdmissionWebhookUnavailable,
 		Summary: fmt.Sprintf("%s for %s: webhook %s rejects the update that removes finalizer %s (%s)", t.noun,
-			checks.Age(a.now, t.meta.GetDeletionTimestamp().Time), w.Name, fins, f.backend.Reason),
+			checks.Age(a.now, t.meta.GetDeletionTimestamp().Time), w.Name, fins, f.Backend.Reason),
 		Message: fmt.Sprintf("Whoever owns finalizer %s removes it with an update of the object, and every such update is sent to %s, "+
 			"whose backend cannot answer: %s. With failurePolicy Fail the apiserver rejects the update, so the deletion cannot finish, "+
 			"and removing the finalizer by hand is rejected the same way. Restore the webhook's backend (its Service and the pods behind "+
 			"it); if what installed the webhook is gone for good, delete the %s %s, once you are sure the control it enforced is no "+
-			"longer wanted.", fins, w, f.backend.Reason, w.Kind, w.Config),
+			"longer wanted.", fins, w, f.Backend.Reason, w.Kind, w.Config),
 		Evidence:  ev,
 		BlockedBy: []report.BlockRef{{APIVersion: "admissionregistration.k8s.io/v1", Kind: w.Kind, Name: w.Config}},
 	}, true

@@ -1,6 +1,6 @@
-// Package webhookenv is what the workload checks know of the admission webhooks in one run: the
-// webhooks the scan read, the recent failures to call them that Warning events quote, and which
-// webhook holds a write a controller must make.
+// Package webhookenv is what the checks know of the admission webhooks in one run: the webhooks
+// the scan read, the recent failures to call them that Warning events quote, and which webhook
+// holds a write a controller must make (a pod's creation, a finalizer's removal).
 package webhookenv
 
 import (
@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/admission"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
@@ -34,14 +35,22 @@ type Env struct {
 	// failures are the Warning events' messages that quote a failed call, oldest first;
 	// refused are, per webhook name, the objects those events are on.
 	failures []string
-	refused  map[string][]string
+	refused  map[string][]Refusal
 	backends map[string]admission.Backend
+}
+
+// Refusal is an object whose write a Warning event says the apiserver refused, a webhook it
+// quotes not being callable, with the event's reason (FailedCreate).
+type Refusal struct {
+	// Object is "Kind namespace/name", "Kind name" for a cluster-scoped object.
+	Object string
+	Reason string
 }
 
 // New reads the webhooks and the failures the snapshot's Warning events quote.
 func New(s *snapshot.Snapshot) *Env {
 	e := &Env{s: s, hooks: admission.Webhooks(s.Admission.ValidatingWebhooks, s.Admission.MutatingWebhooks),
-		refused: map[string][]string{}, backends: map[string]admission.Backend{}}
+		refused: map[string][]Refusal{}, backends: map[string]admission.Backend{}}
 	events := make([]*corev1.Event, 0)
 	for _, ev := range s.Events {
 		if ev.Type == corev1.EventTypeWarning && failedCall.MatchString(ev.Message) {
@@ -54,10 +63,14 @@ func New(s *snapshot.Snapshot) *Env {
 		// Kruise's FailedCreate events dump the pod, whose env evidence never prints.
 		e.failures = append(e.failures, kruiseenv.EventMessage(ev.Message))
 		name := failedCall.FindStringSubmatch(ev.Message)[1]
-		obj := ev.InvolvedObject.Kind + " " + ev.InvolvedObject.Namespace + "/" + ev.InvolvedObject.Name
+		o := ev.InvolvedObject
+		obj := o.Kind + " " + o.Name
+		if o.Namespace != "" {
+			obj = o.Kind + " " + o.Namespace + "/" + o.Name
+		}
 		if !seen[name+"\x00"+obj] {
 			seen[name+"\x00"+obj] = true
-			e.refused[name] = append(e.refused[name], obj)
+			e.refused[name] = append(e.refused[name], Refusal{Object: obj, Reason: ev.Reason})
 		}
 	}
 	return e
@@ -138,6 +151,39 @@ func (e *Env) Quoted(msg string, req admission.Request) (Judged, bool) {
 	return e.Named(m[1], req, msg)
 }
 
+// Failing returns the webhooks that fail closed and whose backend cannot answer, in the order
+// read: whatever request they are called for is rejected.
+func (e *Env) Failing() []Judged {
+	var out []Judged
+	for _, w := range e.hooks {
+		if !w.FailsClosed() {
+			continue
+		}
+		if b := e.backend(w); b.State == admission.Unavailable {
+			out = append(out, Judged{Hook: w, Backend: b})
+		}
+	}
+	return out
+}
+
+// FailingClosed counts the webhooks read with that name that fail closed. The apiserver's
+// refusal names the webhook, not its configuration, and names are unique only within one; a
+// webhook with failurePolicy Ignore fails open without an error to the client, so it never
+// leaves such a refusal.
+func (e *Env) FailingClosed(name string) int {
+	n := 0
+	for _, w := range e.hooks {
+		if w.Name == name && w.FailsClosed() {
+			n++
+		}
+	}
+	return n
+}
+
+// Refused returns the objects whose writes Warning events say a webhook of that name refused,
+// once per object, the oldest event's reason.
+func (e *Env) Refused(name string) []Refusal { return e.refused[name] }
+
 // Blocking returns the first webhook that blocks the write req (see Judged.Blocks).
 func (e *Env) Blocking(req admission.Request) (Judged, bool) {
 	for _, w := range e.hooks {
@@ -158,15 +204,20 @@ func (e *Env) Blocking(req admission.Request) (Judged, bool) {
 // PodRequest is the write of a pod in namespace ns with the labels, with the namespace's labels
 // when the scan read them.
 func (e *Env) PodRequest(create bool, ns, name string, labels map[string]string) admission.Request {
+	return e.Request(create, Pods, &metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels})
+}
+
+// Request is the write of m through res, a create or an update, with its namespace's labels
+// when the scan read them.
+func (e *Env) Request(create bool, res schema.GroupVersionResource, m metav1.Object) admission.Request {
 	var nsLabels map[string]string
-	if n, ok := e.s.Namespace(ns); ok {
+	if n, ok := e.s.Namespace(m.GetNamespace()); ok {
 		nsLabels = n.Labels
 	}
-	m := &metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}
 	if create {
-		return admission.Create(Pods, m, nsLabels)
+		return admission.Create(res, m, nsLabels)
 	}
-	return admission.Update(Pods, m, nsLabels)
+	return admission.Update(res, m, nsLabels)
 }
 
 // Evidence says which configuration the webhook is in, how it matches the write (what), its
@@ -186,7 +237,11 @@ func (j Judged) Evidence(e *Env, what string) []string {
 	}
 	out = append(out, j.Backend.Evidence...)
 	out = append(out, checks.Evidencef("its backend is %s: %s", j.Backend.State, j.Backend.Reason))
-	if objs := e.refused[j.Hook.Name]; len(objs) > 0 {
+	if refused := e.refused[j.Hook.Name]; len(refused) > 0 {
+		objs := make([]string, len(refused))
+		for i, r := range refused {
+			objs[i] = r.Object
+		}
 		out = append(out, checks.Evidencef("recent events show it refused writes of %d object(s): %s", len(objs), strings.Join(firstN(objs, 5), ", ")))
 	}
 	return out

@@ -56,3 +56,31 @@ func TestQuotedAndBlocking(t *testing.T) {
 		t.Error("a quota refusal names no webhook")
 	}
 }
+
+// Failing, FailingClosed and Refused are what the stuck-terminating check attributes refusals
+// with: both configurations' webhooks fail closed on a Service that is gone, so the name the
+// event quotes is carried twice, and the refused CloneSet is listed once with its event's reason.
+func TestFailingAndRefused(t *testing.T) {
+	const msg = `Internal error occurred: failed calling webhook "validate.policy.example.com": service "engine" not found`
+	pods := checktest.Rules("CREATE,UPDATE", "", "v1", "pods")
+	other := checktest.ValidatingWebhooks("other", checktest.Webhook("validate.policy.example.com", "policy", "engine", pods))
+	engine := checktest.ValidatingWebhooks("engine", checktest.Webhook("validate.policy.example.com", "policy", "engine", pods))
+	cs := checktest.Workload(t, "CloneSet", "shop", "web")
+	seen := checktest.Seen(time.Minute, time.Minute)
+	s := checktest.Cluster{Namespaces: []*corev1.Namespace{checktest.Namespace("shop")},
+		Events: []*corev1.Event{
+			checktest.Event(checktest.RefTo("apps.kruise.io/v1alpha1", "CloneSet", cs), corev1.EventTypeWarning, "FailedCreate", msg, seen),
+			checktest.Event(checktest.RefTo("apps.kruise.io/v1alpha1", "CloneSet", cs), corev1.EventTypeWarning, "FailedUpdate", msg, seen)},
+		Admission: snapshot.Admission{ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{other, engine},
+			Services: map[string]*snapshot.BackendService{"policy/engine": checktest.Backend("policy", "engine", nil)}}}.Snapshot()
+	e := New(s)
+	if f := e.Failing(); len(f) != 2 || f[0].Hook.Config != "other" || f[1].Hook.Config != "engine" {
+		t.Errorf("Failing = %+v, want both configurations in the order read", f)
+	}
+	if n := e.FailingClosed("validate.policy.example.com"); n != 2 {
+		t.Errorf("FailingClosed = %d, want 2", n)
+	}
+	if r := e.Refused("validate.policy.example.com"); len(r) != 1 || r[0] != (Refusal{Object: "CloneSet shop/web", Reason: "FailedCreate"}) {
+		t.Errorf("Refused = %+v, want the CloneSet once, with its first event's reason", r)
+	}
+}
