@@ -216,7 +216,11 @@ func (a *Auditor) log(c Cycle) {
 		}
 		attrs = append(attrs, slog.Int("findings", len(c.Report.Findings)),
 			slog.Int("errors", c.Report.Summary.Error), slog.Int("warnings", c.Report.Summary.Warning),
-			slog.String("coverage", cov))
+			slog.Int("suppressed", len(c.Report.Suppressed)), slog.String("coverage", cov))
+		// Exemptions that expired or cannot be honoured: their findings are back in this cycle.
+		for _, w := range c.Report.Warnings {
+			a.opts.Log.Warn(w.Message, slog.String("reason", w.Reason))
+		}
 		if a.opts.Reports != nil && c.Leader {
 			attrs = append(attrs, slog.Int("reportsApplied", c.Applied), slog.Int("reportsDeleted", c.Deleted))
 		}

@@ -33,6 +33,7 @@ type AuditOptions struct {
 	reg    *checks.Registry
 	genericiooptions.IOStreams
 	scanFlags
+	exemptionFlags
 	Interval           time.Duration
 	Once               bool
 	FailOn             string
@@ -102,6 +103,7 @@ scan could not run or could not look, 2 findings at or above --fail-on.`,
 		},
 	}
 	o.scanFlags.addFlags(cmd.Flags())
+	o.exemptionFlags.addFlags(cmd.Flags())
 	cmd.Flags().DurationVar(&o.Interval, "interval", 5*time.Minute, "Time between the starts of two scans.")
 	cmd.Flags().BoolVar(&o.Once, "once", false, "Run one cycle and exit with scan's exit codes; serves nothing.")
 	cmd.Flags().StringVar(&o.FailOn, "fail-on", "error", "With --once: exit 2 when a finding is at or above this severity: error|warning|info|never.")
@@ -136,6 +138,9 @@ func (o *AuditOptions) Complete() error {
 	}
 	opts, err := o.scanFlags.options(o.config, o.reg)
 	if err != nil {
+		return err
+	}
+	if opts.Exemptions, err = o.exemptionFlags.policy(o.reg); err != nil {
 		return err
 	}
 	o.opts = opts

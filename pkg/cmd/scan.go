@@ -96,6 +96,7 @@ type ScanOptions struct {
 	genericiooptions.IOStreams
 	scanFlags
 	reportFlags
+	exemptionFlags
 
 	opts scan.Options
 }
@@ -164,6 +165,7 @@ go to stdout, progress and warnings to stderr.`,
 	}
 	o.scanFlags.addFlags(cmd.Flags())
 	o.reportFlags.addFlags(cmd.Flags(), render.ReportFormats)
+	o.exemptionFlags.addFlags(cmd.Flags())
 	registerCompletions(cmd, reg)
 	return cmd
 }
@@ -172,6 +174,9 @@ go to stdout, progress and warnings to stderr.`,
 func (o *ScanOptions) Complete() error {
 	opts, err := o.scanFlags.options(o.config, o.reg)
 	if err != nil {
+		return err
+	}
+	if opts.Exemptions, err = o.exemptionFlags.policy(o.reg); err != nil {
 		return err
 	}
 	o.opts = opts
@@ -236,6 +241,7 @@ func runScan(ctx context.Context, config *genericclioptions.ConfigFlags, opts sc
 	for _, n := range r.Coverage.Degraded {
 		fmt.Fprintf(errOut, "warning: check %s degraded: %s\n", n.Check, n.Reason)
 	}
+	printWarnings(errOut, r.Warnings)
 	return r, nil
 }
 
