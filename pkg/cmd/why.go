@@ -59,8 +59,13 @@ With --watch, why looks again every few seconds and draws the tree again when th
 changes (another finding, another root cause), until the object is gone or nothing holds it
 (exit 0): what to run after fix. Ctrl-C ends it with the exit code of the last tree.
 
-Exit codes: 0 nothing holds the object (or only findings below --fail-on); 1 the object or its
-type does not exist, or the scan could not look; 2 a finding at or above --fail-on.`,
+Exemptions (the workloaddoctor.io/ignore annotations, --exemptions) hold findings back as in
+scan: the tree leaves them out and a "suppressed:" line after it names each one about the object,
+with the exemption and its reason (-o json: under suppressed).
+
+Exit codes: 0 nothing holds the object (or only findings below --fail-on, or only suppressed ones);
+1 the object or its type does not exist, or the scan could not look; 2 a finding at or above
+--fail-on.`,
 		Example: `  # Why is this pod stuck?
   kubectl workloaddoctor why pod/web-7d4b9c-x2x8z -n shop
 

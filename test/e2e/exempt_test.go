@@ -33,20 +33,6 @@ func ignore(ids, reason string) map[string]string {
 	return a
 }
 
-// heldAnnotatedConfigMap is heldConfigMap with annotations on the ConfigMap: the apiserver keeps
-// an object whose finalizer nobody removes, deletionTimestamp set (registry/rest/delete.go,
-// BeforeDelete and the store's graceful deletion with finalizers), a stuck-terminating finding.
-func heldAnnotatedConfigMap(t *testing.T, cs kubernetes.Interface, ns string, annotations map[string]string) {
-	t.Helper()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns, Finalizers: []string{"example.com/protect"}, Annotations: annotations}}
-	if _, err := cs.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{FieldManager: "widget-operator"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := cs.CoreV1().ConfigMaps(ns).Delete(t.Context(), "held", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // suppressedIn is the suppressed finding on an object of kind in ns, failing the test without one.
 func suppressedIn(t *testing.T, rep *report.Report, kind, ns string) report.Suppressed {
 	t.Helper()
