@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/spf13/pflag"
 
@@ -41,9 +42,15 @@ func (f *exemptionFlags) policy(reg *checks.Registry) (*exempt.Policy, error) {
 	return p, nil
 }
 
-// printWarnings writes the exemptions a scan could not honour, one line each.
-func printWarnings(w io.Writer, ws []report.Warning) {
-	for _, x := range ws {
-		fmt.Fprintf(w, "warning: %s: %s\n", x.Reason, x.Message)
+// printWarnings writes the exemptions a scan could not honour, one line each. Owners whose
+// metadata was not read are said only where exemptions are in use (something was suppressed or
+// another exemption warned): every scan of a Deployment's pods would say it otherwise, to users
+// who never annotate anything; the report's warnings always list it.
+func printWarnings(w io.Writer, r *report.Report) {
+	inUse := len(r.Suppressed) > 0 || slices.ContainsFunc(r.Warnings, func(x report.Warning) bool { return x.Reason != exempt.WarnUnread })
+	for _, x := range r.Warnings {
+		if x.Reason != exempt.WarnUnread || inUse {
+			fmt.Fprintf(w, "warning: %s: %s\n", x.Reason, x.Message)
+		}
 	}
 }

@@ -260,7 +260,7 @@ func runScan(ctx context.Context, config *genericclioptions.ConfigFlags, opts sc
 	for _, n := range r.Coverage.Degraded {
 		fmt.Fprintf(errOut, "warning: check %s degraded: %s\n", n.Check, n.Reason)
 	}
-	printWarnings(errOut, r.Warnings)
+	printWarnings(errOut, r)
 	return r, nil
 }
 

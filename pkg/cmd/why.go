@@ -162,7 +162,7 @@ func (o *WhyOptions) print(res *why.Result) error {
 	if w := clockWarning(res.ClockOffset); w != "" {
 		fmt.Fprintln(o.ErrOut, w)
 	}
-	printWarnings(o.ErrOut, res.Report.Warnings)
+	printWarnings(o.ErrOut, res.Report)
 	if err := why.Render(o.Out, res, o.Output); err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}

@@ -102,8 +102,11 @@ func refOf(namespace string, ref *metav1.OwnerReference) *report.ObjectRef {
 	return &report.ObjectRef{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: namespace, Name: ref.Name, UID: string(ref.UID)}
 }
 
-// metaIndex finds the metadata a snapshot holds of an object, by UID or by kind and name.
+// metaIndex finds the metadata a snapshot holds of an object, by UID or by kind and name. Pods
+// are looked up in the snapshot's own index: a copy of 100k pods' entries would cost the scan
+// memory and time for the few that have findings.
 type metaIndex struct {
+	snap   *snapshot.Snapshot
 	byUID  map[types.UID]metav1.Object
 	byName map[string]metav1.Object
 }
@@ -120,6 +123,12 @@ func (x metaIndex) add(kind string, m metav1.Object) {
 }
 
 func (x metaIndex) find(ref report.ObjectRef) (metav1.Object, bool) {
+	if ref.Kind == "Pod" && ref.APIVersion == "v1" && ref.UID != "" {
+		// Pod's bool says whether the pod was read in full; nil means it was not listed.
+		if m, _ := x.snap.Pod(types.UID(ref.UID)); m != nil {
+			return m, true
+		}
+	}
 	if m, ok := x.byUID[types.UID(ref.UID)]; ok && ref.UID != "" {
 		return m, true
 	}
@@ -131,16 +140,10 @@ func (x metaIndex) find(ref report.ObjectRef) (metav1.Object, bool) {
 	return m, ok
 }
 
-// indexMeta indexes the metadata of every object the snapshot holds. Pods listed metadata-only
-// keep the ignore annotations (Run asks the collector to).
+// indexMeta indexes the metadata of every object the snapshot holds but its pods (find looks
+// them up). Pods listed metadata-only keep the ignore annotations (Run asks the collector to).
 func indexMeta(s *snapshot.Snapshot) metaIndex {
-	x := metaIndex{byUID: map[types.UID]metav1.Object{}, byName: map[string]metav1.Object{}}
-	for _, m := range s.Pods {
-		x.add("Pod", m)
-	}
-	for _, p := range s.FullPods {
-		x.add("Pod", p)
-	}
+	x := metaIndex{snap: s, byUID: map[types.UID]metav1.Object{}, byName: map[string]metav1.Object{}}
 	for _, p := range s.ControllerPods {
 		x.add("Pod", p)
 	}
@@ -183,8 +186,7 @@ func indexMeta(s *snapshot.Snapshot) metaIndex {
 	for _, a := range s.APIServices {
 		x.add("APIService", a)
 	}
-	// Objects being deleted last: a kind read whole above is the better copy, and the pods'
-	// own entries must not be replaced by a metadata copy of another read.
+	// Objects being deleted last: a kind read whole above is the better copy.
 	for _, o := range s.Objects {
 		if _, ok := x.byUID[o.Meta.UID]; !ok {
 			x.add(o.Kind, o.Meta)

@@ -150,6 +150,13 @@ rules:
 		t.Errorf("table of an exempted namespace:\n%s", table.stdout)
 	}
 
+	// why goes through the same exemptions: nothing holds the object that is reported, and the
+	// answer names what was held back and why.
+	why := p.run(t, []string{"why", "configmap/held", "-n", "ex-obj", "--min-age", "0s", "--fail-on", "warning"}).wantExit(0)
+	if !strings.Contains(why.stdout, "suppressed: stuck-terminating finalizer-owner-not-acting on ex-obj/configmap/held, by annotation on ex-obj/configmap/held: widget-operator is retired") {
+		t.Errorf("why of an exempted object:\n%s", why.stdout)
+	}
+
 	// --disallow-annotation-exemptions: the file alone decides.
 	strict := p.scan(t, "-A", "--checks", teCheck, "--min-age", "0s", "--fail-on", "warning", "-o", "json", "--exemptions", rules, "--disallow-annotation-exemptions").wantExit(2).report()
 	if len(strict.Suppressed) != 1 || strict.Suppressed[0].Object.Namespace != "ex-rule" || len(strict.Findings) != 5 || len(strict.Warnings) != 0 {
