@@ -66,9 +66,6 @@ type Rule struct {
 	until    time.Time
 }
 
-// UntilTime is when the rule expires; zero when it does not.
-func (r Rule) UntilTime() time.Time { return r.until }
-
 type document struct {
 	APIVersion string `yaml:"apiVersion"`
 	Kind       string `yaml:"kind"`
