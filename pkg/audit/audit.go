@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/exempt"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fix"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/scan"
@@ -216,7 +217,16 @@ func (a *Auditor) log(c Cycle) {
 		}
 		attrs = append(attrs, slog.Int("findings", len(c.Report.Findings)),
 			slog.Int("errors", c.Report.Summary.Error), slog.Int("warnings", c.Report.Summary.Warning),
-			slog.String("coverage", cov))
+			slog.Int("suppressed", len(c.Report.Suppressed)), slog.String("coverage", cov))
+		// Exemptions that expired or cannot be honoured: their findings are back in this cycle.
+		// Owners not read are a standing limit, not a change: info, not a warning.
+		for _, w := range c.Report.Warnings {
+			level := slog.LevelWarn
+			if w.Reason == exempt.WarnUnread {
+				level = slog.LevelInfo
+			}
+			a.opts.Log.Log(context.Background(), level, w.Message, slog.String("reason", w.Reason))
+		}
 		if a.opts.Reports != nil && c.Leader {
 			attrs = append(attrs, slog.Int("reportsApplied", c.Applied), slog.Int("reportsDeleted", c.Deleted))
 		}

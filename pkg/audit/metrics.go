@@ -32,6 +32,8 @@ func families() []family {
 		{name: "workloaddoctor_finding_age_seconds", help: "How long each current finding's object has been stuck, as of the last complete scan.",
 			typ: gauge, labels: []string{"check", "root_cause", "severity", "namespace", "kind", "name", "pod", "owner_kind", "owner_name",
 				"deployment", "statefulset", "daemonset"}, samples: findingAges},
+		{name: "workloaddoctor_suppressed_findings", help: "Findings of the last complete scan that exemptions (annotations or the --exemptions file) hold back; they are not in workloaddoctor_findings.",
+			typ: gauge, labels: []string{"check", "root_cause", "namespace"}, samples: suppressedCounts},
 		{name: "workloaddoctor_scan_duration_seconds", help: "Duration of each scan cycle, failed ones included.",
 			typ: histogram, samples: func(s *state) []sample { return []sample{{dist: &s.duration, created: s.duration.since}} }},
 		{name: "workloaddoctor_scans_total", help: "Scan cycles by result: success, or error (the scan failed or could not read an input checks detect from).",
@@ -117,6 +119,8 @@ type state struct {
 	// report they were published with, which their age is measured at.
 	findings   []report.Finding
 	findingsAt time.Time
+	// suppressed are the last complete scan's suppressed findings.
+	suppressed []report.Suppressed
 }
 
 // NewMetrics registers the auditor's metrics, the Go runtime's and the process's.
@@ -287,6 +291,36 @@ func (s *state) publish(r *report.Report) {
 		}
 	}
 	s.findings, s.findingsAt = shown, r.Metadata.GeneratedAt
+	s.suppressed = r.Suppressed
+}
+
+// suppressedCounts are the suppressed-findings series: one count per label set, in the order
+// the report lists them.
+func suppressedCounts(s *state) []sample {
+	keys := make([][]string, 0, len(s.suppressed))
+	for _, f := range s.suppressed {
+		keys = append(keys, []string{f.Check, f.RootCause.ID, f.Object.Namespace})
+	}
+	return countSeries(keys)
+}
+
+// countSeries counts label sets, one sample each, in the order they first appear.
+func countSeries(keys [][]string) []sample {
+	counts := map[string]*sample{}
+	var out []*sample
+	for _, k := range keys {
+		id := strings.Join(k, "\x00")
+		if counts[id] == nil {
+			counts[id] = &sample{labels: k}
+			out = append(out, counts[id])
+		}
+		counts[id].value++
+	}
+	samples := make([]sample, 0, len(out))
+	for _, s := range out {
+		samples = append(samples, *s)
+	}
+	return samples
 }
 
 // findingKey is the labels of a finding's count series.
@@ -296,20 +330,12 @@ func findingKey(f report.Finding) [5]string {
 
 // findingCounts are the findings series: one count per label set.
 func findingCounts(s *state) []sample {
-	counts := map[[5]string]int{}
-	var order [][5]string
+	keys := make([][]string, 0, len(s.findings))
 	for _, f := range s.findings {
 		k := findingKey(f)
-		if counts[k] == 0 {
-			order = append(order, k)
-		}
-		counts[k]++
+		keys = append(keys, k[:])
 	}
-	out := make([]sample, 0, len(order))
-	for _, k := range order {
-		out = append(out, sample{labels: k[:], value: float64(counts[k])})
-	}
-	return out
+	return countSeries(keys)
 }
 
 // workloadLabel is the age label that names a finding's object when it is one of the apps/v1

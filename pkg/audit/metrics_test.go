@@ -53,6 +53,9 @@ func TestExpositionOfAKnownState(t *testing.T) {
 		apps("apps/v1", "DaemonSet", "agent", "daemonset-nodes-unavailable"),
 		finding("shop", "Pod", "db-0", "stuck-terminating", "finalizer-owner-missing", report.SeverityError, time.Minute, dbOwner),
 	)
+	// Accepted findings are counted apart, by check, root cause and namespace, and not as findings.
+	accepted := finding("shop", "Pod", "web-9", "stuck-terminating", "finalizer-owner-missing", report.SeverityError, time.Minute, owner)
+	good.Suppressed = []report.Suppressed{{Finding: accepted, Reason: "vendor"}, {Finding: accepted, Reason: "vendor"}}
 	m := NewMetrics()
 	m.SetLeader(true)
 	m.observe(Cycle{Report: good, Finished: t0, Duration: 1500 * time.Millisecond})
@@ -114,6 +117,9 @@ workloaddoctor_scan_duration_seconds_count 2
 # TYPE workloaddoctor_scans_total counter
 workloaddoctor_scans_total{result="error"} 1
 workloaddoctor_scans_total{result="success"} 1
+# HELP workloaddoctor_suppressed_findings Findings of the last complete scan that exemptions (annotations or the --exemptions file) hold back; they are not in workloaddoctor_findings.
+# TYPE workloaddoctor_suppressed_findings gauge
+workloaddoctor_suppressed_findings{check="stuck-terminating",namespace="shop",root_cause="finalizer-owner-missing"} 2
 `
 	if got := exposition(t, m); got != want {
 		t.Errorf("exposition:\n%s\nwant:\n%s", got, want)

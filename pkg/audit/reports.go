@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/render"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
@@ -64,7 +65,26 @@ func BuildReports(r *report.Report, api ReportAPI) map[string]*unstructured.Unst
 	for ns, fs := range byNS {
 		out[ns] = buildReport(api, ns, fs, r.Metadata.GeneratedAt)
 	}
+	// Suppressed findings are results too, marked skip: the report says the team accepted them
+	// and why, and its fail and warn counts leave them out.
+	for _, sf := range r.Suppressed {
+		ns := sf.Object.Namespace
+		if out[ns] == nil {
+			out[ns] = buildReport(api, ns, nil, r.Metadata.GeneratedAt)
+		}
+		setResults(out[ns], append(resultsOf(out[ns]), skipResult(sf, r.Metadata.GeneratedAt)))
+	}
 	return out
+}
+
+// skipResult is a suppressed finding's result: skip, with who suppressed it and why.
+func skipResult(sf report.Suppressed, now time.Time) map[string]any {
+	res := result(sf.Finding, now)
+	res["result"] = "skip"
+	props := res["properties"].(map[string]any)
+	props["suppressedBy"] = render.Suppressor(sf.SuppressedBy)
+	props["suppressionReason"] = sf.Reason
+	return res
 }
 
 func buildReport(api ReportAPI, ns string, fs []report.Finding, now time.Time) *unstructured.Unstructured {

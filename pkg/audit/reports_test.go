@@ -140,3 +140,36 @@ func TestFoldClusterReportUnderNamespaceScope(t *testing.T) {
 		t.Errorf("shop's results = %v, want the pod's, the coverage result once, and the namespace's", got)
 	}
 }
+
+// A suppressed finding is a skip result with who suppressed it and why, counted apart from
+// fail and warn; a namespace with only suppressed findings still has its report.
+func TestBuildReportsSkipsSuppressed(t *testing.T) {
+	kept := finding("shop", "Pod", "web-1", "stuck-terminating", "finalizer-owner-missing", report.SeverityError, time.Minute, nil)
+	accepted := finding("legacy", "Pod", "old-1", "stuck-terminating", "finalizer-owner-missing", report.SeverityError, time.Hour, nil)
+	r := newReport(looked, kept)
+	r.Suppressed = []report.Suppressed{{Finding: accepted, Reason: "vendor finalizer, ticket 7",
+		SuppressedBy: report.Suppressor{Source: report.SuppressedByAnnotation, Object: &report.ObjectRef{APIVersion: "v1", Kind: "Namespace", Name: "legacy"}}}}
+	r.Normalize()
+	got := BuildReports(r, PolicyReports)
+	if got["legacy"] == nil || got["shop"] == nil {
+		t.Fatalf("reports for %v", slices.Sorted(maps.Keys(got)))
+	}
+	var doc struct {
+		Summary map[string]int `json:"summary"`
+		Results []struct {
+			Result     string
+			Properties map[string]string
+		} `json:"results"`
+	}
+	raw, _ := json.Marshal(got["legacy"].Object)
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Summary["skip"] != 1 || doc.Summary["fail"] != 0 || len(doc.Results) != 1 || doc.Results[0].Result != "skip" {
+		t.Fatalf("legacy report: summary %v, results %+v", doc.Summary, doc.Results)
+	}
+	p := doc.Results[0].Properties
+	if p["suppressedBy"] != "annotation on namespace/legacy" || p["suppressionReason"] != "vendor finalizer, ticket 7" || p["findingId"] == "" {
+		t.Errorf("properties %v", p)
+	}
+}

@@ -33,6 +33,7 @@ type AuditOptions struct {
 	reg    *checks.Registry
 	genericiooptions.IOStreams
 	scanFlags
+	exemptionFlags
 	Interval           time.Duration
 	Once               bool
 	FailOn             string
@@ -86,13 +87,22 @@ report and is retried next interval: a scan that did not look never makes findin
 Each cycle writes one JSON log line on stderr (findings, duration, requests sent, coverage,
 reports written).
 
+Exemptions (the workloaddoctor.io/ignore annotations, --exemptions FILE, read once at start: mount
+it from a ConfigMap and restart to change it) hold accepted findings back as in scan: they are
+skip results in the policy reports, counted in workloaddoctor_suppressed_findings and not in
+workloaddoctor_findings. An exemption that expires or cannot be honoured is logged as a warning
+every cycle, and its findings are back in that cycle.
+
 --once runs one cycle and exits with scan's exit codes: 0 nothing at or above --fail-on, 1 the
 scan could not run or could not look, 2 findings at or above --fail-on.`,
 		Example: `  # Every namespace, every 5 minutes, metrics on :8080 and probes on :8081
   kubectl workloaddoctor audit -A
 
   # One cycle, as a CronJob or a CI step would run it
-  kubectl workloaddoctor audit -A --once --fail-on warning`,
+  kubectl workloaddoctor audit -A --once --fail-on warning
+
+  # Accepted findings from a mounted rules file only, annotations not honoured
+  kubectl workloaddoctor audit -A --exemptions /etc/workloaddoctor/exemptions.yaml --disallow-annotation-exemptions`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(); err != nil {
@@ -102,6 +112,7 @@ scan could not run or could not look, 2 findings at or above --fail-on.`,
 		},
 	}
 	o.scanFlags.addFlags(cmd.Flags())
+	o.exemptionFlags.addFlags(cmd.Flags())
 	cmd.Flags().DurationVar(&o.Interval, "interval", 5*time.Minute, "Time between the starts of two scans.")
 	cmd.Flags().BoolVar(&o.Once, "once", false, "Run one cycle and exit with scan's exit codes; serves nothing.")
 	cmd.Flags().StringVar(&o.FailOn, "fail-on", "error", "With --once: exit 2 when a finding is at or above this severity: error|warning|info|never.")
@@ -136,6 +147,9 @@ func (o *AuditOptions) Complete() error {
 	}
 	opts, err := o.scanFlags.options(o.config, o.reg)
 	if err != nil {
+		return err
+	}
+	if opts.Exemptions, err = o.exemptionFlags.policy(o.reg); err != nil {
 		return err
 	}
 	o.opts = opts

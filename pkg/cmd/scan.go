@@ -96,6 +96,7 @@ type ScanOptions struct {
 	genericiooptions.IOStreams
 	scanFlags
 	reportFlags
+	exemptionFlags
 
 	opts scan.Options
 }
@@ -139,7 +140,18 @@ objects being deleted, leases) stayed unreadable after the retries, or no check 
 report is still printed, its coverage naming what was not read, whatever it found; 2 findings at
 or above --fail-on. Unreadable evidence (events, controller logs) only marks checks degraded, and
 RBAC limits on part of the scope are stated in coverage; neither changes the exit code. Findings
-go to stdout, progress and warnings to stderr.`,
+go to stdout, progress and warnings to stderr.
+
+Exemptions: a finding the team accepted is held back by the annotations workloaddoctor.io/ignore
+(check or root-cause IDs, or *), workloaddoctor.io/ignore-reason (required) and
+workloaddoctor.io/ignore-until (RFC 3339, optional) on the object, its controlling owner or its
+namespace, or by a rule of the --exemptions file. It is listed under suppressed (-o json) with who
+held it back and why, and counts for neither the summary nor the exit code. An annotation without
+a reason, or an exemption past its until, holds nothing back and is a warning.
+
+-o junit writes one test suite per check and one test case per object (findings fail, suppressed
+ones are skipped, a check that could not read its inputs errs); -o sarif writes SARIF 2.1.0 with a
+rule per root cause and the finding ID as fingerprint, suppressed findings left out.`,
 		Example: `  # The current namespace, as a table
   kubectl workloaddoctor scan
 
@@ -150,7 +162,15 @@ go to stdout, progress and warnings to stderr.`,
   kubectl workloaddoctor scan -A -o json --fail-on warning > report.json
 
   # Only stuck deletions, reported as soon as they are seen
-  kubectl workloaddoctor scan -n shop --checks stuck-terminating --min-age 0s`,
+  kubectl workloaddoctor scan -n shop --checks stuck-terminating --min-age 0s
+
+  # In CI: accepted findings held back by a rules file, results for the CI's test and code-scanning pages
+  kubectl workloaddoctor scan -A --exemptions exemptions.yaml -o junit > workloaddoctor.xml
+  kubectl workloaddoctor scan -A --exemptions exemptions.yaml -o sarif > workloaddoctor.sarif
+
+  # Accept one finding on the object itself (or its owner, or its namespace), with a reason and an expiry
+  kubectl annotate ns legacy workloaddoctor.io/ignore=stuck-terminating \
+    workloaddoctor.io/ignore-reason="vendor clears it, ticket OPS-7" workloaddoctor.io/ignore-until=2026-12-31T00:00:00Z`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(); err != nil {
@@ -164,6 +184,7 @@ go to stdout, progress and warnings to stderr.`,
 	}
 	o.scanFlags.addFlags(cmd.Flags())
 	o.reportFlags.addFlags(cmd.Flags(), render.ReportFormats)
+	o.exemptionFlags.addFlags(cmd.Flags())
 	registerCompletions(cmd, reg)
 	return cmd
 }
@@ -172,6 +193,9 @@ go to stdout, progress and warnings to stderr.`,
 func (o *ScanOptions) Complete() error {
 	opts, err := o.scanFlags.options(o.config, o.reg)
 	if err != nil {
+		return err
+	}
+	if opts.Exemptions, err = o.exemptionFlags.policy(o.reg); err != nil {
 		return err
 	}
 	o.opts = opts
@@ -236,6 +260,7 @@ func runScan(ctx context.Context, config *genericclioptions.ConfigFlags, opts sc
 	for _, n := range r.Coverage.Degraded {
 		fmt.Fprintf(errOut, "warning: check %s degraded: %s\n", n.Check, n.Reason)
 	}
+	printWarnings(errOut, r)
 	return r, nil
 }
 

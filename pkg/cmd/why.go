@@ -17,6 +17,7 @@ import (
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/collect"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/render"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/scan"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/why"
 )
@@ -28,6 +29,7 @@ type WhyOptions struct {
 	genericiooptions.IOStreams
 	scanFlags
 	reportFlags
+	exemptionFlags
 	Watch bool
 	// interval is how often --watch looks again.
 	interval time.Duration
@@ -58,8 +60,13 @@ With --watch, why looks again every few seconds and draws the tree again when th
 changes (another finding, another root cause), until the object is gone or nothing holds it
 (exit 0): what to run after fix. Ctrl-C ends it with the exit code of the last tree.
 
-Exit codes: 0 nothing holds the object (or only findings below --fail-on); 1 the object or its
-type does not exist, or the scan could not look; 2 a finding at or above --fail-on.`,
+Exemptions (the workloaddoctor.io/ignore annotations, --exemptions) hold findings back as in
+scan: the tree leaves them out and a "suppressed:" line after it names each one about the object,
+with the exemption and its reason (-o json: under suppressed).
+
+Exit codes: 0 nothing holds the object (or only findings below --fail-on, or only suppressed ones);
+1 the object or its type does not exist, or the scan could not look; 2 a finding at or above
+--fail-on.`,
 		Example: `  # Why is this pod stuck?
   kubectl workloaddoctor why pod/web-7d4b9c-x2x8z -n shop
 
@@ -88,6 +95,7 @@ type does not exist, or the scan could not look; 2 a finding at or above --fail-
 	}
 	o.scanFlags.addCheckFlags(cmd.Flags())
 	o.reportFlags.addFlags(cmd.Flags(), why.Formats)
+	o.exemptionFlags.addFlags(cmd.Flags())
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Draw the tree again whenever the chain changes, until the object is gone or nothing holds it (-o tree or wide).")
 	registerCompletions(cmd, reg)
 	return cmd
@@ -102,6 +110,9 @@ func (o *WhyOptions) Complete(args []string) error {
 	o.typ, o.name = typ, name
 	opts, err := o.scanFlags.options(o.config, o.reg)
 	if err != nil {
+		return err
+	}
+	if opts.Exemptions, err = o.exemptionFlags.policy(o.reg); err != nil {
 		return err
 	}
 	o.opts = opts
@@ -152,8 +163,12 @@ func (o *WhyOptions) print(res *why.Result) error {
 	if w := clockWarning(res.ClockOffset); w != "" {
 		fmt.Fprintln(o.ErrOut, w)
 	}
+	printWarnings(o.ErrOut, res.Report)
 	if err := why.Render(o.Out, res, o.Output, colorEnabled(o.Out, o.NoColor)); err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	if o.Output == why.FormatTree || o.Output == why.FormatWide {
+		render.SuppressedNote(o.Out, res.Report.Suppressed)
 	}
 	sev, _ := failOnSeverity(o.FailOn)
 	return scanExit(res.Report, sev, "the output above")

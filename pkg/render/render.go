@@ -31,7 +31,7 @@ const (
 )
 
 // ReportFormats are the formats `scan -o` accepts.
-var ReportFormats = []string{FormatTable, FormatWide, FormatJSON, FormatYAML}
+var ReportFormats = []string{FormatTable, FormatWide, FormatJSON, FormatYAML, FormatJUnit, FormatSARIF}
 
 // JSON writes v as indented JSON.
 func JSON(w io.Writer, v any) error {
@@ -64,6 +64,10 @@ func Report(w io.Writer, r *report.Report, format string, colored bool) error {
 		return JSON(w, r)
 	case FormatYAML:
 		return YAML(w, r)
+	case FormatJUnit:
+		return JUnit(w, r)
+	case FormatSARIF:
+		return SARIF(w, r)
 	case FormatTable, FormatWide, "":
 		return Findings(w, r, format == FormatWide, colored)
 	}
@@ -181,6 +185,7 @@ func Findings(w io.Writer, r *report.Report, wide, colored bool) error {
 	fmt.Fprintln(w)
 	s := r.Summary
 	fmt.Fprintf(w, "%d finding%s: %d error, %d warning, %d info.\n", s.Total, plural(s.Total), s.Error, s.Warning, s.Info)
+	suppressedCount(w, len(r.Suppressed))
 	return coverageNote(w, r.Coverage)
 }
 

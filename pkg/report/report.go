@@ -56,6 +56,10 @@ type Report struct {
 	Coverage   Coverage  `json:"coverage"`
 	Summary    Summary   `json:"summary"`
 	Findings   []Finding `json:"findings"`
+	// Suppressed are the findings exemptions hold back (absent when none).
+	Suppressed []Suppressed `json:"suppressed,omitempty"`
+	// Warnings are exemptions the scan could not honour as written (absent when none).
+	Warnings []Warning `json:"warnings,omitempty"`
 }
 
 // Metadata says when and against what the scan ran.
@@ -166,6 +170,8 @@ type Finding struct {
 	// BlockedBy are the stuck objects this one waits on, nearest first; the last is the root,
 	// whose own finding carries the fix.
 	BlockedBy []BlockRef `json:"blockedBy,omitempty"`
+	// Origin is the source file a kustomize build recorded on the object or its owner.
+	Origin *Origin `json:"origin,omitempty"`
 }
 
 // BlockRef names a stuck object a finding waits on, and that object's own finding when the scan
@@ -211,18 +217,7 @@ func (r *Report) Normalize() {
 	r.Summary = Summary{}
 	for i := range r.Findings {
 		f := &r.Findings[i]
-		if f.ID == "" {
-			f.ID = FindingID(f.Object, f.Check, f.RootCause.ID)
-		}
-		if f.Fixes == nil {
-			f.Fixes = []Fix{}
-		}
-		if f.RootCause.Evidence == nil {
-			f.RootCause.Evidence = []string{}
-		}
-		if f.RootCause.References == nil {
-			f.RootCause.References = []string{}
-		}
+		f.normalize()
 		r.Summary.Total++
 		switch f.Severity {
 		case SeverityError:
@@ -233,22 +228,8 @@ func (r *Report) Normalize() {
 			r.Summary.Info++
 		}
 	}
-	sort.SliceStable(r.Findings, func(i, j int) bool {
-		a, b := r.Findings[i], r.Findings[j]
-		if a.Check != b.Check {
-			return a.Check < b.Check
-		}
-		if a.Severity.Rank() != b.Severity.Rank() {
-			return a.Severity.Rank() > b.Severity.Rank()
-		}
-		if a.Object.Namespace != b.Object.Namespace {
-			return a.Object.Namespace < b.Object.Namespace
-		}
-		if a.Object.Kind != b.Object.Kind {
-			return a.Object.Kind < b.Object.Kind
-		}
-		return a.Object.Name < b.Object.Name
-	})
+	sort.SliceStable(r.Findings, func(i, j int) bool { return findingLess(r.Findings[i], r.Findings[j]) })
+	r.normalizeSuppressed()
 	if r.Findings == nil {
 		r.Findings = []Finding{}
 	}
@@ -268,6 +249,23 @@ func (r *Report) Normalize() {
 		r.Coverage.Unread = []InputNote{}
 	}
 	r.Coverage.Complete = len(r.Coverage.Skipped) == 0 && len(r.Coverage.Degraded) == 0
+}
+
+// findingLess orders findings by check, severity (most severe first) and object.
+func findingLess(a, b Finding) bool {
+	if a.Check != b.Check {
+		return a.Check < b.Check
+	}
+	if a.Severity.Rank() != b.Severity.Rank() {
+		return a.Severity.Rank() > b.Severity.Rank()
+	}
+	if a.Object.Namespace != b.Object.Namespace {
+		return a.Object.Namespace < b.Object.Namespace
+	}
+	if a.Object.Kind != b.Object.Kind {
+		return a.Object.Kind < b.Object.Kind
+	}
+	return a.Object.Name < b.Object.Name
 }
 
 // AtOrAbove counts findings at or above the given severity.

@@ -5,6 +5,7 @@ package scan
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/discovery"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/collect"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/exempt"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
@@ -34,6 +36,9 @@ type Options struct {
 	Clock func() time.Time
 	// NodesByName reads only the nodes the checks name, one GET each (collect.Options).
 	NodesByName bool
+	// Exemptions, when set, hold back the findings teams accepted (report.Suppressed); nil
+	// reports every finding, as fix's re-check must.
+	Exemptions *exempt.Policy
 }
 
 // Clients builds the API clients for a scan from a REST config, without client-side rate limiting:
@@ -75,11 +80,19 @@ func Clients(cfg *rest.Config) (collect.Clients, error) {
 // Run collects and checks, returning the normalized report and the snapshot it was built from.
 func Run(ctx context.Context, c collect.Clients, opts Options) (*report.Report, *snapshot.Snapshot, error) {
 	opts.Scope.MinAgeSet = opts.MinAge >= 0
+	podAnnotations, needs := append(checks.PodAnnotations(opts.Checks), report.OriginAnnotation), checks.Needs(opts.Checks)
+	if opts.Exemptions != nil && opts.Exemptions.Annotations {
+		// Annotations on pods and namespaces must be there to be honoured.
+		podAnnotations = append(podAnnotations, exempt.Annotations()...)
+		if !slices.Contains(needs, snapshot.InputNamespaces) {
+			needs = append(needs, snapshot.InputNamespaces)
+		}
+	}
 	snap, err := collect.Collect(ctx, c, collect.Options{
 		Scope: opts.Scope, Settings: opts.Settings, PageSize: opts.PageSize, Clock: opts.Clock, NodesByName: opts.NodesByName,
-		PodAnnotations: checks.PodAnnotations(opts.Checks),
+		PodAnnotations: podAnnotations,
 		Reads:          func(s *snapshot.Snapshot) snapshot.Reads { return checks.DeclareReads(opts.Checks, s) },
-	}, checks.Needs(opts.Checks))
+	}, needs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -89,6 +102,7 @@ func Run(ctx context.Context, c collect.Clients, opts Options) (*report.Report, 
 		Coverage: cov,
 		Findings: findings,
 	}
+	annotate(r, snap, opts.Exemptions)
 	r.Normalize()
 	return r, snap, nil
 }

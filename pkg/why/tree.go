@@ -92,6 +92,13 @@ func Build(r *report.Report, obj report.ObjectRef, state func(report.ObjectRef) 
 		res.Trees = []*Node{{Ref: obj, State: state(obj)}}
 	}
 	res.Report = document(r, order)
+	// What exemptions hold back about the object is said, not hidden: the answer names them.
+	for _, sf := range r.Suppressed {
+		if same(sf.Object, obj) {
+			res.Report.Suppressed = append(res.Report.Suppressed, sf)
+		}
+	}
+	res.Report.Warnings = r.Warnings
 	return res
 }
 

@@ -5,6 +5,7 @@ package chart
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -174,6 +175,37 @@ func TestChartAutoFixAndServiceMonitor(t *testing.T) {
 	}
 	if objs["ClusterRoleBinding/wd-workloaddoctor-fix"] == nil || objs["ServiceMonitor/wd-workloaddoctor"] == nil {
 		t.Errorf("objects: %v", keys(objs))
+	}
+}
+
+// Exemption rules become a mounted file the auditor reads, and a change of them rolls the pods.
+func TestChartExemptions(t *testing.T) {
+	objs, all := render(t, map[string]any{"exemptions": map[string]any{"disallowAnnotations": true, "rules": []any{
+		map[string]any{"namespaces": []any{"legacy-*"}, "checks": []any{"stuck-terminating"}, "reason": "migration leftovers"}}}})
+	save(t, "exemptions", all)
+	args, ctr, spec := container(t, objs)
+	if !strings.Contains(args, "--exemptions=/etc/workloaddoctor/exemptions.yaml") || !strings.Contains(args, "--disallow-annotation-exemptions") {
+		t.Errorf("args %q", args)
+	}
+	cm := objs["ConfigMap/wd-workloaddoctor-exemptions"]
+	if cm == nil {
+		t.Fatalf("no exemptions ConfigMap: %v", keys(objs))
+	}
+	var file struct {
+		APIVersion, Kind string
+		Rules            []map[string]any
+	}
+	if err := yaml.UnmarshalStrict([]byte(cm["data"].(map[string]any)["exemptions.yaml"].(string)), &file); err != nil ||
+		file.Kind != "Exemptions" || file.APIVersion != "workloaddoctor.io/v1alpha1" || len(file.Rules) != 1 || file.Rules[0]["reason"] != "migration leftovers" {
+		t.Errorf("exemptions.yaml %+v (%v)", file, err)
+	}
+	if !strings.Contains(fmt.Sprint(ctr["volumeMounts"]), "/etc/workloaddoctor") ||
+		spec["template"].(map[string]any)["metadata"].(map[string]any)["annotations"] == nil {
+		t.Errorf("mount %v, pod annotations %v", ctr["volumeMounts"], spec["template"].(map[string]any)["metadata"])
+	}
+	def, _ := render(t, nil)
+	if args, _, _ := container(t, def); strings.Contains(args, "exemptions") || def["ConfigMap/wd-workloaddoctor-exemptions"] != nil {
+		t.Errorf("defaults render exemptions: %q", args)
 	}
 }
 

@@ -248,7 +248,16 @@ func reportResults(u *unstructured.Unstructured) []string {
 // manager widget-operator) is nowhere: a stuck-terminating finding with --min-age 0s.
 func heldConfigMap(t *testing.T, cs kubernetes.Interface, ns string) {
 	t.Helper()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns, Finalizers: []string{"example.com/protect"}}}
+	heldAnnotatedConfigMap(t, cs, ns, nil)
+}
+
+// heldAnnotatedConfigMap is heldConfigMap with annotations on the ConfigMap. The apiserver keeps
+// an object whose finalizer nobody removes, deletionTimestamp set (k8s.io/apiserver pkg/registry/rest/delete.go,
+// BeforeDelete; generic/registry/store.go, updateForGracefulDeletionAndFinalizers): a
+// stuck-terminating finding.
+func heldAnnotatedConfigMap(t *testing.T, cs kubernetes.Interface, ns string, annotations map[string]string) {
+	t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns, Finalizers: []string{"example.com/protect"}, Annotations: annotations}}
 	if _, err := cs.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{FieldManager: "widget-operator"}); err != nil {
 		t.Fatal(err)
 	}
