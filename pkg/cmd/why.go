@@ -46,7 +46,11 @@ progressing. TYPE is what kubectl takes: a resource, a short name or a kind (pod
 cloneset, deployments.apps). The object is in the namespace -n gives, or the kubeconfig's.
 
 why runs the checks scan runs, on what a scan of the object's namespace reads (pods listed
-metadata-only in that namespace, never in the whole cluster), and prints the object's findings
+metadata-only in that namespace, never in the whole cluster). A cluster-scoped object (node,
+persistentvolume, crd) is read with its resource, as scan -A reads it, and the one namespace its
+chain reaches: a volume's claim's, a CRD's instances', else default; one deleted with foreground
+or orphan propagation, or a CRD with instances in several namespaces, needs scan -A, and why says
+so. It prints the object's findings
 as a tree: the object, then each stuck object it waits on, down to the root cause. Each line is
 the object, its state and the verdict; the root carries its finding ID and fix, which
 kubectl workloaddoctor fix applies (the IDs are those scan prints). -o wide adds the evidence;
@@ -64,6 +68,9 @@ type does not exist, or the scan could not look; 2 a finding at or above --fail-
 
   # A namespace that stays Terminating, with the evidence
   kubectl workloaddoctor why ns shop -o wide
+
+  # A PersistentVolume that stays Deleting (cluster-scoped: no -n)
+  kubectl workloaddoctor why pv pvc-0b1e6f0e
 
   # A CloneSet whose rollout froze, as JSON for a script
   kubectl workloaddoctor why cloneset/cart -n shop -o json

