@@ -49,7 +49,10 @@ cloneset, deployments.apps). The object is in the namespace -n gives, or the kub
 
 why runs the checks scan runs, on what a scan of the object's namespace reads (pods listed
 metadata-only in that namespace, never in the whole cluster; the nodes its pods run on read by
-name), and prints the object's findings
+name). A cluster-scoped object (node, persistentvolume, crd) is read with its resource, as scan -A
+reads it, and the one namespace its chain reaches: a volume's claim's, a CRD's instances', else
+default; one deleted with foreground or orphan propagation, or a CRD with instances in several
+namespaces, needs scan -A, and why says so. It prints the object's findings
 as a tree: the object, then each stuck object it waits on, down to the root cause. Each line is
 the object, its state and the verdict; the root carries its finding ID and fix, which
 kubectl workloaddoctor fix applies (the IDs are those scan prints). -o wide adds the evidence;
@@ -72,6 +75,9 @@ Exit codes: 0 nothing holds the object (or only findings below --fail-on, or onl
 
   # A namespace that stays Terminating, with the evidence
   kubectl workloaddoctor why ns shop -o wide
+
+  # A PersistentVolume that stays Deleting (cluster-scoped: no -n)
+  kubectl workloaddoctor why pv pvc-0b1e6f0e
 
   # A CloneSet whose rollout froze, as JSON for a script
   kubectl workloaddoctor why cloneset/cart -n shop -o json

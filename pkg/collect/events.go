@@ -18,9 +18,8 @@ import (
 // make up most of a busy cluster's events are never sent; a server that rejects the selectors gets
 // one unfiltered list, filtered here.
 func (col *collector) readEvents(ctx context.Context) error {
-	ns := col.namespace()
 	var events []*corev1.Event
-	list := func(sel string) error {
+	list := func(ns, sel string) error {
 		mark := len(events)
 		return col.paginate(ctx, metav1.ListOptions{FieldSelector: sel}, func(ctx context.Context, o metav1.ListOptions) (string, error) {
 			l, err := col.c.Kube.CoreV1().Events(ns).List(ctx, o)
@@ -28,7 +27,11 @@ func (col *collector) readEvents(ctx context.Context) error {
 				return "", err
 			}
 			for i := range l.Items {
-				if e := l.Items[i]; e.Type == corev1.EventTypeWarning || strings.HasPrefix(e.InvolvedObject.APIVersion, kruise.Group+"/") {
+				e := l.Items[i]
+				if !col.keepEvent(ns, e.InvolvedObject.Namespace) {
+					continue
+				}
+				if e.Type == corev1.EventTypeWarning || strings.HasPrefix(e.InvolvedObject.APIVersion, kruise.Group+"/") {
 					// A copy, so the page's other events are not kept alive; no check reads who wrote an event.
 					e.ManagedFields = nil
 					events = append(events, &e)
@@ -44,11 +47,17 @@ func (col *collector) readEvents(ctx context.Context) error {
 		}
 	}
 	var err error
-	for _, sel := range selectors {
-		if err = list(sel); apierrors.IsBadRequest(err) {
-			events = nil
-			err = list("")
-			break
+	for _, ns := range col.eventNamespaces() {
+		start := len(events)
+		for _, sel := range selectors {
+			if err = list(ns, sel); apierrors.IsBadRequest(err) {
+				events = events[:start]
+				err = list(ns, "")
+				break
+			}
+			if err != nil {
+				break
+			}
 		}
 		if err != nil {
 			break

@@ -35,7 +35,7 @@ func (col *collector) readObjects(ctx context.Context) error {
 	var todo []discovered
 	for _, r := range col.resources {
 		gr := r.gvr.GroupResource()
-		if skip[gr] || col.covered[gr] || seen[gr] || (ns != "" && !r.namespaced) {
+		if skip[gr] || col.covered[gr] || seen[gr] || (!r.namespaced && !col.readsCluster(gr)) {
 			continue
 		}
 		seen[gr] = true
@@ -54,7 +54,7 @@ func (col *collector) readObjects(ctx context.Context) error {
 			var found []snapshot.Object
 			// With a label selector only objects matching it can be findings.
 			err := col.paginate(ctx, metav1.ListOptions{LabelSelector: col.opts.Scope.LabelSelector}, func(ctx context.Context, o metav1.ListOptions) (string, error) {
-				l, err := col.c.Metadata.Resource(r.gvr).Namespace(ns).List(ctx, o)
+				l, err := col.c.Metadata.Resource(r.gvr).Namespace(listNamespace(ns, r.namespaced)).List(ctx, o)
 				if err != nil {
 					return "", err
 				}
@@ -160,7 +160,7 @@ func (col *collector) addCoveredObjects() {
 		if m.DeletionTimestamp == nil || !col.covered[gvr.GroupResource()] || !col.opts.Scope.InScope(m.Labels) {
 			return
 		}
-		if ns := col.namespace(); ns != "" && m.Namespace != ns {
+		if ns := col.namespace(); ns != "" && m.Namespace != ns && (m.Namespace != "" || !col.readsCluster(gvr.GroupResource())) {
 			return
 		}
 		pom := &metav1.PartialObjectMetadata{ObjectMeta: m}

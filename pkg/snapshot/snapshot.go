@@ -94,6 +94,11 @@ type Scope struct {
 	AllNamespaces bool
 	// LabelSelector narrows the pods and workloads read.
 	LabelSelector string
+	// ClusterResources are the cluster-scoped resources a one-namespace scope reads as well, as
+	// a scan of every namespace reads them, and the events about their objects (recorded in
+	// default). `why` diagnoses a cluster-scoped object on its resource plus the one namespace
+	// its chain reaches (a volume's claim, a definition's instances), never the whole cluster.
+	ClusterResources []schema.GroupResource
 	// MinAgeSet is true when --min-age replaced the checks' own thresholds, so a check whose
 	// default comes from the cluster (a controller's timeout) knows the value was asked for.
 	MinAgeSet bool

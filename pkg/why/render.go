@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/render"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
 // Output formats of `why`: the tree, the tree with evidence, or the findings as a report document.
@@ -90,15 +91,15 @@ func tree(w io.Writer, res *Result, wide, colored bool) error {
 	fmt.Fprintln(w)
 	if len(res.Report.Findings) == 0 {
 		checks := res.Report.Coverage.Checks
-		fmt.Fprintf(w, "Nothing holds %s: no finding on it or on anything it waits on (%d check%s ran on namespace %s: %s).\n",
-			res.Object, len(checks), plural(len(checks)), res.Namespace, strings.Join(checks, ", "))
+		fmt.Fprintf(w, "Nothing holds %s: no finding on it or on anything it waits on (%d check%s ran on %s: %s).\n",
+			res.Object, len(checks), plural(len(checks)), scopeText(res), strings.Join(checks, ", "))
 	}
 	for _, n := range roots {
 		f := n.Finding
 		fmt.Fprintf(w, "Root cause %s on %s (finding %s): %s\n", f.RootCause.ID, f.Object, f.ID, f.RootCause.Message)
 		if len(f.Fixes) > 0 {
-			fmt.Fprintf(w, "Fix: kubectl workloaddoctor fix -n %s %s   (%s, risk %s: %s)\n",
-				res.Namespace, f.ID, f.Fixes[0].Action, f.Fixes[0].Risk, f.Fixes[0].Description)
+			fmt.Fprintf(w, "Fix: kubectl workloaddoctor fix %s %s   (%s, risk %s: %s)\n",
+				fixScope(res, f.Object), f.ID, f.Fixes[0].Action, f.Fixes[0].Risk, f.Fixes[0].Description)
 		} else {
 			fmt.Fprintf(w, "Fix: none automatic; kubectl workloaddoctor explain %s says what to do.\n", f.RootCause.ID)
 		}
@@ -167,4 +168,27 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// scopeText names what the scan read.
+func scopeText(res *Result) string {
+	s := "namespace " + res.Namespace
+	if len(res.ClusterResources) > 0 {
+		var rs []string
+		for _, gr := range res.ClusterResources {
+			rs = append(rs, gr.String())
+		}
+		s += " and the cluster's " + strings.Join(rs, ", ")
+	}
+	return s
+}
+
+// fixScope is the scope flag with which fix finds a finding on o: the namespace the tree was
+// read in for a namespaced object or a Namespace, -A for another cluster-scoped object, which
+// only a scan of every namespace reports.
+func fixScope(res *Result, o report.ObjectRef) string {
+	if o.Namespace == "" && !(o.Kind == "Namespace" && o.APIVersion == "v1") {
+		return "-A"
+	}
+	return "-n " + res.Namespace
 }

@@ -20,14 +20,22 @@
 // resource whose conversion webhook fails (its CRD, then the object at the version it is stored
 // at).
 //
-// Cluster-scoped objects other than Namespaces (Nodes, PersistentVolumes, CRDs) would need the
-// whole cluster's pods and objects; `why` refuses them and points at `scan -A`.
+// A cluster-scoped object (a Node, a PersistentVolume, a CRD, a cluster-scoped custom resource)
+// is diagnosed on its own resource, read as `scan -A` reads it (snapshot.Scope.ClusterResources),
+// and the one namespace its chain reaches (clusterScope): a bound volume's claim's, the namespace
+// of a CRD's instances being deleted (one metadata-only list of them), else default, where the
+// events about cluster-scoped objects are recorded. What the stuck-terminating check judges such
+// an object on is all there: the object, the objects it waits on in that namespace and their pods,
+// and the cluster-wide inputs. An object deleted with foreground or orphan propagation waits for
+// dependents that may be pods of any namespace, and a CRD's instances may be in several
+// namespaces: those need the whole cluster, so `why` refuses them and points at `scan -A`.
 package why
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -95,9 +103,6 @@ func Resolve(mapper meta.RESTMapper, typ, name, namespace string) (Target, error
 	if t.Namespaced {
 		t.Namespace = namespace
 	}
-	if !t.Namespaced && !t.isNamespace() {
-		return Target{}, fmt.Errorf("why diagnoses namespaced objects and namespaces; for the cluster-scoped %s %s run: kubectl workloaddoctor scan -A", gvk.Kind, name)
-	}
 	return t, nil
 }
 
@@ -105,7 +110,13 @@ func (t Target) isNamespace() bool {
 	return t.Resource.Group == "" && t.Resource.Resource == "namespaces"
 }
 
-// scopeNamespace is the namespace whose scan diagnoses the target.
+// clusterScoped says whether the target is a cluster-scoped object other than a Namespace, whose
+// scope depends on the object (clusterScope).
+func (t Target) clusterScoped() bool {
+	return !t.Namespaced && !t.isNamespace()
+}
+
+// scopeNamespace is the namespace whose scan diagnoses a namespaced target or a Namespace.
 func (t Target) scopeNamespace() string {
 	if t.isNamespace() {
 		return t.Name
@@ -126,8 +137,10 @@ func (t Target) String() string {
 type Result struct {
 	// Object is the object asked about, as read just before the scan.
 	Object report.ObjectRef
-	// Namespace is the namespace the scan read; `fix -n Namespace ID` finds the same findings.
-	Namespace string
+	// Namespace is the namespace the scan read; ClusterResources the cluster-scoped resources it
+	// read besides, for a cluster-scoped object.
+	Namespace        string
+	ClusterResources []schema.GroupResource
 	// Report holds the findings the answer is made of, in chain order (the object's own first,
 	// the root last), with the whole scan's metadata and coverage.
 	Report *report.Report
@@ -141,7 +154,8 @@ type Result struct {
 	ClockOffset time.Duration
 }
 
-// Run reads the target and diagnoses it. opts.Scope is replaced by the target's namespace.
+// Run reads the target and diagnoses it. opts.Scope is replaced by the target's scope: its
+// namespace, or for a cluster-scoped object what clusterScope says.
 func Run(ctx context.Context, c collect.Clients, t Target, opts scan.Options) (*Result, error) {
 	u, err := get(ctx, c, t)
 	if apierrors.IsNotFound(err) {
@@ -156,8 +170,23 @@ func Run(ctx context.Context, c collect.Clients, t Target, opts scan.Options) (*
 			return nil, fmt.Errorf("decode the metadata of %s: %w", t, err)
 		}
 	}
-	opts.Scope.Namespace, opts.Scope.AllNamespaces, opts.Scope.LabelSelector = t.scopeNamespace(), false, ""
-	opts.NodesByName = true
+	sc := scope{namespace: t.scopeNamespace()}
+	if t.clusterScoped() {
+		var instances *schema.GroupVersionResource
+		if sc, instances, err = clusterScope(t, u); err != nil {
+			return nil, err
+		}
+		if instances != nil {
+			if sc, err = instancesScope(ctx, c, sc, *instances); err != nil {
+				return nil, err
+			}
+		}
+	}
+	opts.Scope.Namespace, opts.Scope.AllNamespaces, opts.Scope.LabelSelector = sc.namespace, false, ""
+	opts.Scope.ClusterResources = sc.cluster
+	// The nodes the checks name are read one by one; a Node asked about is read with the others,
+	// as scan -A reads it.
+	opts.NodesByName = !slices.Contains(sc.cluster, schema.GroupResource{Resource: "nodes"})
 	r, snap, err := scan.Run(ctx, c, opts)
 	if err != nil {
 		return nil, err
@@ -165,7 +194,7 @@ func Run(ctx context.Context, c collect.Clients, t Target, opts scan.Options) (*
 	obj := report.ObjectRef{APIVersion: t.Resource.GroupVersion().String(), Kind: t.Kind, Namespace: m.Namespace, Name: m.Name,
 		UID: string(m.UID), ResourceVersion: m.ResourceVersion}
 	res := Build(r, obj, stateIn(snap, obj, ownState(u, snap.Now)))
-	res.Namespace = t.scopeNamespace()
+	res.Namespace, res.ClusterResources = sc.namespace, sc.cluster
 	res.Finalizers = finalizers(m)
 	res.Now, res.ClockOffset = snap.Now, snap.ClockOffset
 	return res, nil

@@ -57,6 +57,8 @@ func TestResolve(t *testing.T) {
 		{"deployment.apps", "web", "shop", Target{Resource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, Kind: "Deployment", Namespaced: true, Namespace: "shop", Name: "web"}, "shop"},
 		// A namespace is diagnosed on the scan of itself, whatever -n says.
 		{"namespace", "shop", "default", Target{Resource: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, Kind: "Namespace", Name: "shop"}, "shop"},
+		// A cluster-scoped object drops -n: its scope comes from the object (clusterScope).
+		{"node", "kw-1", "shop", Target{Resource: schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, Kind: "Node", Name: "kw-1"}, ""},
 	} {
 		got, err := Resolve(mapper(), c.typ, c.name, c.ns)
 		if err != nil || got != c.want || got.scopeNamespace() != c.scope {
@@ -65,7 +67,6 @@ func TestResolve(t *testing.T) {
 	}
 	for typ, want := range map[string]string{
 		"frobnicate": `the server doesn't have a resource type "frobnicate"`,
-		"node":       "why diagnoses namespaced objects and namespaces; for the cluster-scoped Node kw-1 run: kubectl workloaddoctor scan -A",
 	} {
 		if _, err := Resolve(mapper(), typ, "kw-1", "shop"); err == nil || err.Error() != want {
 			t.Errorf("Resolve(%q): error %v, want %q", typ, err, want)

@@ -162,6 +162,14 @@ func (e *teEnv) claimInUse(t *testing.T) {
 	assertFinding(t, vol, "protected-resource-in-use", report.SeverityWarning, []string{"status.phase Bound, claimRef ch-claim/data"}, nil)
 	assertBlockedBy(t, vol, claim.ID, "PersistentVolumeClaim/data")
 	assertNoProtectionRemoval(t, rep)
+
+	// why on the cluster-scoped volume gives the scan's verdict and its chain, reading the claim's
+	// namespace (claimRef, where the PV protection controller's condition leads: kubernetes
+	// pkg/controller/volume/pvprotection/pv_protection_controller.go, isBeingUsed) and the volumes.
+	whyAgreesWithScan(t, pluginOn(e.c.Kubeconfig), rep, vol, "--checks", teCheck, "--min-age", "0s")
+	if res, _, _ := whyInProcess(t, e.c, "pv", pv.Name, ""); res.Namespace != ns || len(res.Report.Findings) == 0 || res.Report.Findings[0].ID != vol.ID {
+		t.Errorf("why pv/%s in process: namespace %q, findings %v; want %s and the volume's finding first", pv.Name, res.Namespace, summaries(res.Report), ns)
+	}
 	if _, err := e.cs.CoreV1().PersistentVolumeClaims(ns).Get(e.ctx, "data", metav1.GetOptions{}); err != nil {
 		t.Errorf("the claim a running pod uses must still be there: %v", err)
 	}
@@ -309,6 +317,14 @@ func (e *teEnv) crdInstance(t *testing.T) {
 	inst := teFind(t, rep, "Gadget", "g1")
 	assertBlockedBy(t, f, inst.ID, "Gadget/g1")
 	assertNoProtectionRemoval(t, rep)
+
+	// why on the definition finds its instances being deleted with one list (apiextensions-apiserver
+	// pkg/controller/finalizer/crd_finalizer.go, sync: the finalizer waits for every instance) and
+	// diagnoses them on their namespace's scan: the scan's verdicts, down to the instance's.
+	whyAgreesWithScan(t, pluginOn(e.c.Kubeconfig), rep, f, "--checks", teCheck, "--min-age", "0s")
+	if res, _, _ := whyInProcess(t, e.c, "crd", f.Object.Name, ""); res.Namespace != ns || len(res.Report.Findings) != 2 {
+		t.Errorf("why crd/%s in process: namespace %q, findings %v; want %s, the definition's and the instance's", f.Object.Name, res.Namespace, summaries(res.Report), ns)
+	}
 }
 
 // claimOnDeadNode: the claim "logs" and its pod batch-0 (made by claimInUse on kw-2, which

@@ -332,6 +332,13 @@ func TestFixStuckTerminating(t *testing.T) {
 			t.Fatal(err)
 		}
 		f := fixFinding(t, &r, "fix-e2e-logging", "finalizer-owner-missing")
+		// why on the cluster-scoped object gives the scan's finding and the fix command that finds
+		// it: only a scan of every namespace reports a cluster-scoped object.
+		p := pluginOn(kc)
+		whyAgreesWithScan(t, p, &r, f, "--checks", "stuck-terminating", "--min-age", "0s")
+		if tree := p.why(t, "sidecarset/fix-e2e-logging", "--checks", "stuck-terminating", "--min-age", "0s").wantExit(2).stdout; !strings.Contains(tree, "Fix: kubectl workloaddoctor fix -A "+f.ID) {
+			t.Errorf("why sidecarset/fix-e2e-logging: no fix -A %s in\n%s", f.ID, tree)
+		}
 		res = fixOne(t, kc, 0, "applied", "-A", "--min-age", "0s", "--yes", f.ID)
 		if res.Object.Kind != "SidecarSet" || res.Object.Namespace != "" {
 			t.Errorf("result = %+v, want the SidecarSet", res)

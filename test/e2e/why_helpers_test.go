@@ -13,7 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/builtin"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/scan"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/why"
 )
 
 // why runs `why args...`; a non-zero exit is for the caller to judge (wantExit).
@@ -277,4 +284,32 @@ func (b *background) wait() *pluginRun {
 		b.t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(b.args, " "), err, &b.out, &b.err)
 	}
 	return &pluginRun{t: b.t, args: b.args, stdout: b.out.String(), stderr: b.err.String(), code: code}
+}
+
+// whyInProcess runs why on TYPE/NAME in process with every check, every request logged, and fails
+// if it listed pods cluster-wide or did not list those of the namespace it read, or listed the
+// nodes when the object is not one: why reads one namespace's pods, whatever the object, and the
+// nodes it judges by name (issue 28). It returns the log for more.
+func whyInProcess(t *testing.T, c *testcluster.Cluster, typ, name, ns string) (*why.Result, why.Target, *requestLog) {
+	t.Helper()
+	log, clients := loggedClients(t, c)
+	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(clients.Discovery)), clients.Discovery, nil)
+	target, err := why.Resolve(mapper, typ, name, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := why.Run(t.Context(), clients, target, scan.Options{Checks: builtin.Checks().All()})
+	if err != nil {
+		t.Fatalf("why %s/%s: %v", typ, name, err)
+	}
+	if all := log.matching("GET", "/api/v1/pods"); len(all) > 0 {
+		t.Errorf("why %s/%s listed pods cluster-wide: %v", typ, name, all)
+	}
+	if len(log.matching("GET", "/api/v1/namespaces/"+res.Namespace+"/pods")) == 0 {
+		t.Errorf("why %s/%s did not list the pods of %s", typ, name, res.Namespace)
+	}
+	if all := log.matching("GET", "/api/v1/nodes"); len(all) > 0 && target.Kind != "Node" {
+		t.Errorf("why %s/%s listed every node: %v", typ, name, all)
+	}
+	return res, target, log
 }

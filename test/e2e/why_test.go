@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/restmapper"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks/builtin"
@@ -54,7 +52,6 @@ func (e *teEnv) whyOneObject(t *testing.T) {
 	}{
 		{[]string{"pod/nope", "-n", ns}, `error: pods "nope" in namespace "ch-why" not found`},
 		{[]string{"frobnicate", "web-0", "-n", ns}, `error: the server doesn't have a resource type "frobnicate"`},
-		{[]string{"node/" + chLive}, "error: why diagnoses namespaced objects and namespaces; for the cluster-scoped Node " + chLive},
 		{[]string{"pod"}, "error: want TYPE/NAME or TYPE NAME"},
 	} {
 		_, stderr, _ := p.why(t, c.args...).wantExit(1).out()
@@ -63,28 +60,17 @@ func (e *teEnv) whyOneObject(t *testing.T) {
 		}
 	}
 
+	// A healthy node: cluster-scoped, diagnosed on its own resource and default, where the
+	// events about cluster-scoped objects are.
+	out = p.why(t, "node/"+chLive, "--min-age", "0s").wantExit(0).stdout
+	if !strings.Contains(out, "Nothing holds node/"+chLive) || !strings.Contains(out, "ran on namespace default and the cluster's nodes") {
+		t.Errorf("why on a healthy node:\n%s", out)
+	}
+
 	// The same answer in process, every request logged: the namespace's pods, listed there.
-	log, clients := loggedClients(t, e.c)
-	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(clients.Discovery)), clients.Discovery, nil)
-	target, err := why.Resolve(mapper, "po", "web-0", ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := why.Run(e.ctx, clients, target, scan.Options{Checks: builtin.Checks().All()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, target, _ := whyInProcess(t, e.c, "po", "web-0", ns)
 	if len(res.Report.Findings) != 0 || res.Trees[0].State != "Running" {
 		t.Errorf("in process: findings %v, state %q", res.Report.Findings, res.Trees[0].State)
-	}
-	if all := log.matching("GET", "/api/v1/pods"); len(all) > 0 {
-		t.Errorf("why listed pods cluster-wide: %v", all)
-	}
-	if all := log.matching("GET", "/api/v1/nodes"); len(all) > 0 {
-		t.Errorf("why listed every node: %v", all)
-	}
-	if len(log.matching("GET", "/api/v1/namespaces/"+ns+"/pods")) == 0 {
-		t.Errorf("why did not list the pods of %s", ns)
 	}
 
 	// What why costs next to the scans it stands in for, measured on this small cluster.
@@ -152,24 +138,14 @@ func meteredClients(t testing.TB, c *testcluster.Cluster) (*meter, collect.Clien
 	return m, clients
 }
 
-// whyReadsNodeByName runs why in process on a pod bound to node, every request logged: the node
-// and its heartbeat Lease are read by name, and neither the nodes nor the node Leases are listed.
+// whyReadsNodeByName runs why in process on a pod bound to node: the node and its heartbeat
+// Lease are read by name, once, and neither the nodes nor the node Leases are listed.
 func whyReadsNodeByName(t *testing.T, e *teEnv, pod, ns, node string) {
 	t.Helper()
-	log, clients := loggedClients(t, e.c)
-	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(clients.Discovery)), clients.Discovery, nil)
-	target, err := why.Resolve(mapper, "pod", pod, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := why.Run(e.ctx, clients, target, scan.Options{Checks: builtin.Checks().All(), MinAge: -1}); err != nil {
-		t.Fatal(err)
-	}
+	_, _, log := whyInProcess(t, e.c, "pod", pod, ns)
 	const leases = "/apis/coordination.k8s.io/v1/namespaces/" + corev1.NamespaceNodeLease + "/leases"
-	for _, list := range []string{"/api/v1/nodes", leases} {
-		if got := log.matching("GET", list); len(got) > 0 {
-			t.Errorf("why listed %s: %v", list, got)
-		}
+	if got := log.matching("GET", leases); len(got) > 0 {
+		t.Errorf("why listed the node Leases: %v", got)
 	}
 	for _, get := range []string{"/api/v1/nodes/" + node, leases + "/" + node} {
 		if got := log.matching("GET", get); len(got) != 1 {
