@@ -1,12 +1,15 @@
 package scan
 
 import (
+	"context"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/collect"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/exempt"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
@@ -193,4 +196,42 @@ func indexMeta(s *snapshot.Snapshot) metaIndex {
 		}
 	}
 	return x
+}
+
+// readOwnerReplicaSets reads, when exemption annotations are honoured, the ReplicaSets that own
+// findings' objects and that the scan did not read: a Deployment's pod is exempted by an
+// annotation on its ReplicaSet or its Deployment, and ReplicaSets are read only for stalled
+// rollouts. One metadata-only LIST of the scope covers them all, whatever their number; a failed
+// read leaves them unread, and the exemption's warning says so.
+func readOwnerReplicaSets(ctx context.Context, c collect.Clients, r *report.Report, snap *snapshot.Snapshot, p *exempt.Policy) {
+	if p == nil || !p.Annotations || len(r.Findings) == 0 {
+		return
+	}
+	metas := indexMeta(snap)
+	missing := map[types.UID]bool{}
+	for _, f := range r.Findings {
+		for _, h := range subject(f, snap, metas).Holders {
+			if !h.Read && h.Role == exempt.RoleOwner && h.Ref.Kind == "ReplicaSet" && h.Ref.APIVersion == "apps/v1" && h.Ref.UID != "" {
+				missing[types.UID(h.Ref.UID)] = true
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	ns := snap.Scope.Namespace
+	if snap.Scope.AllNamespaces {
+		ns = ""
+	}
+	l, err := c.Metadata.Resource(appsv1.SchemeGroupVersion.WithResource("replicasets")).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for i := range l.Items {
+		m := &l.Items[i]
+		if missing[m.UID] {
+			m.ManagedFields = nil
+			snap.ReplicaSets = append(snap.ReplicaSets, &appsv1.ReplicaSet{TypeMeta: m.TypeMeta, ObjectMeta: m.ObjectMeta})
+		}
+	}
 }

@@ -102,6 +102,7 @@ func Run(ctx context.Context, c collect.Clients, opts Options) (*report.Report, 
 		Coverage: cov,
 		Findings: findings,
 	}
+	readOwnerReplicaSets(ctx, c, r, snap, opts.Exemptions)
 	annotate(r, snap, opts.Exemptions)
 	r.Normalize()
 	return r, snap, nil

@@ -63,7 +63,7 @@ func TestExemptions(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{ControllerManager: true})
 	cs := c.Clientset()
 	ctx := t.Context()
-	for _, ns := range []string{"ex-obj", "ex-owner", "ex-rule", "ex-noreason", "ex-open"} {
+	for _, ns := range []string{"ex-obj", "ex-owner", "ex-deploy", "ex-rule", "ex-noreason", "ex-open"} {
 		createNamespace(t, c, ns)
 	}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ex-ns",
@@ -77,6 +77,7 @@ func TestExemptions(t *testing.T) {
 	// Built by kustomize with buildMetadata: [originAnnotations]: SARIF locates it in its file.
 	heldAnnotatedConfigMap(t, cs, "ex-open", map[string]string{report.OriginAnnotation: "path: apps/legacy/configmap.yaml\nrepo: https://example.com/apps.git\n"})
 	heldStatefulSetPod(t, cs, "ex-owner")
+	heldDeploymentPod(t, cs, "ex-deploy")
 
 	rules := filepath.Join(t.TempDir(), "exemptions.yaml")
 	if err := os.WriteFile(rules, []byte(`apiVersion: workloaddoctor.io/v1alpha1
@@ -105,6 +106,14 @@ rules:
 		s := suppressedIn(t, rep, "Pod", "ex-owner")
 		if s.SuppressedBy.Source != report.SuppressedByAnnotation || s.SuppressedBy.Object.String() != "ex-owner/statefulset/db" ||
 			s.Reason != "db is being migrated" || s.Owner == nil || s.Owner.Name != "db" {
+			t.Errorf("suppressed %+v by %+v", s, s.SuppressedBy)
+		}
+	})
+	t.Run("annotation on a Deployment, on its pod's ReplicaSet", func(t *testing.T) {
+		s := suppressedIn(t, rep, "Pod", "ex-deploy")
+		if by := s.SuppressedBy; by.Source != report.SuppressedByAnnotation || by.Object == nil || by.Object.Kind != "ReplicaSet" ||
+			s.Owner == nil || by.Object.Name != s.Owner.Name ||
+			s.Reason != "web is retired next sprint" {
 			t.Errorf("suppressed %+v by %+v", s, s.SuppressedBy)
 		}
 	})
@@ -138,8 +147,8 @@ rules:
 		if _, ok := findingIn(rep, "ConfigMap", "ex-open"); !ok {
 			t.Errorf("the unexempted ConfigMap is not reported:\n%s", summaries(rep))
 		}
-		if len(rep.Findings) != 2 || rep.Summary.Total != 2 || len(rep.Suppressed) != 4 {
-			t.Errorf("%d findings (summary %d), %d suppressed; want 2 and 4:\n%s", len(rep.Findings), rep.Summary.Total, len(rep.Suppressed), summaries(rep))
+		if len(rep.Findings) != 2 || rep.Summary.Total != 2 || len(rep.Suppressed) != 5 {
+			t.Errorf("%d findings (summary %d), %d suppressed; want 2 and 5:\n%s", len(rep.Findings), rep.Summary.Total, len(rep.Suppressed), summaries(rep))
 		}
 	})
 
@@ -159,7 +168,7 @@ rules:
 
 	// --disallow-annotation-exemptions: the file alone decides.
 	strict := p.scan(t, "-A", "--checks", teCheck, "--min-age", "0s", "--fail-on", "warning", "-o", "json", "--exemptions", rules, "--disallow-annotation-exemptions").wantExit(2).report()
-	if len(strict.Suppressed) != 1 || strict.Suppressed[0].Object.Namespace != "ex-rule" || len(strict.Findings) != 5 || len(strict.Warnings) != 0 {
+	if len(strict.Suppressed) != 1 || strict.Suppressed[0].Object.Namespace != "ex-rule" || len(strict.Findings) != 6 || len(strict.Warnings) != 0 {
 		t.Errorf("annotations disallowed: %d findings, suppressed %+v, warnings %+v", len(strict.Findings), strict.Suppressed, strict.Warnings)
 	}
 
@@ -170,7 +179,7 @@ rules:
 		Failures int `xml:"failures,attr"`
 		Skipped  int `xml:"skipped,attr"`
 	}
-	if err := xml.Unmarshal([]byte(junit.stdout), &suites); err != nil || suites.Tests != 6 || suites.Failures != 2 || suites.Skipped != 4 {
+	if err := xml.Unmarshal([]byte(junit.stdout), &suites); err != nil || suites.Tests != 7 || suites.Failures != 2 || suites.Skipped != 5 {
 		t.Errorf("junit totals %+v (%v):\n%s", suites, err, junit.stdout)
 	}
 
@@ -239,15 +248,48 @@ func heldStatefulSetPod(t *testing.T, cs kubernetes.Interface, ns string) {
 	if _, err := cs.AppsV1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, commandTimeout, "the StatefulSet controller to create db-0", func(ctx context.Context) (bool, error) {
-		_, err := cs.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
-		return err == nil, nil
-	})
-	patch := []byte(`{"metadata":{"finalizers":["example.com/hold"]}}`)
-	if _, err := cs.CoreV1().Pods(ns).Patch(ctx, "db-0", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	holdAndDelete(t, cs, ns, "app=db")
+}
+
+// heldDeploymentPod does the same with a Deployment's pod, whose controller is a ReplicaSet the
+// Deployment controller made with the Deployment's annotations (pkg/controller/deployment/util/
+// deployment_util.go, copyDeploymentAnnotationsToReplicaSet, called from SetNewReplicaSetAnnotations).
+// The scan reads no ReplicaSet of a healthy Deployment, so the exemption is found only because the
+// ReplicaSets owning findings' objects are read for it (pkg/scan readOwnerReplicaSets).
+func heldDeploymentPod(t *testing.T, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	labels := map[string]string{"app": "web"}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, Annotations: ignore("stuck-terminating", "web is retired next sprint")},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example/web:1"}}}}},
+	}
+	if _, err := cs.AppsV1().Deployments(ns).Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := cs.CoreV1().Pods(ns).Delete(ctx, "db-0", metav1.DeleteOptions{}); err != nil {
+	holdAndDelete(t, cs, ns, "app=web")
+}
+
+// holdAndDelete waits for the controller's pod selected by selector, holds it with a finalizer
+// nobody removes and deletes it.
+func holdAndDelete(t *testing.T, cs kubernetes.Interface, ns, selector string) {
+	t.Helper()
+	ctx := t.Context()
+	var name string
+	eventually(t, commandTimeout, "the controller to create the pod "+selector, func(ctx context.Context) (bool, error) {
+		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil || len(l.Items) == 0 {
+			return false, nil
+		}
+		name = l.Items[0].Name
+		return true, nil
+	})
+	patch := []byte(`{"metadata":{"finalizers":["example.com/hold"]}}`)
+	if _, err := cs.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
