@@ -189,6 +189,22 @@ func TestFleetScan(t *testing.T) {
 			t.Errorf("reason %q should name both clusters", res.Reason)
 		}
 		fixUntouched(t, csB, beforeB)
+		// A report without an identity (its scan could not read kube-system) proves nothing.
+		anon := single.report()
+		anon.Metadata.ClusterID = ""
+		raw, err := json.Marshal(anon)
+		if err != nil {
+			t.Fatal(err)
+		}
+		anonFile := filepath.Join(t.TempDir(), "anon.json")
+		if err := os.WriteFile(anonFile, raw, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		beforeA := fixGetPod(t, csA, "fleet", "web-0")
+		if res := fixOne(t, kc, 3, "refused", "--context", "prod-a", "--from-report", anonFile, "--yes"); !strings.Contains(res.Reason, "no clusterID") {
+			t.Errorf("reason %q should say the report has no clusterID", res.Reason)
+		}
+		fixUntouched(t, csA, beforeA)
 		// The same file on the cluster it was made on is not refused (dry run: A stays broken for
 		// the next step).
 		fixOne(t, kc, 0, "dry-run", "--context", "prod-a", "--from-report", reportA, "--dry-run=server", "--yes")
