@@ -90,12 +90,17 @@ first wave. A pod without a controller is never evicted, and a workload with a s
 refused unless the action is named (--action evict-pod). Ctrl-C stops between waves and reports
 what was done and what was not.
 
+A saved report is applied only to the cluster it was made on: when its metadata.clusterID (the
+kube-system namespace's UID) is not the current cluster's, or is missing, every action is refused
+and nothing is written. A FleetReport (scan --contexts) needs --context, which picks both that
+context's findings and the cluster they are applied to.
+
 --dry-run=client prints the plan only; --dry-run=server sends every write of the first wave with
 API dry-run and reports what the server said.
 
 Exit codes: 0 every action applied, already resolved or dry run (or nothing to fix); 1 usage error or the tool
 could not run (cluster unreachable, bad report file); 3 at least one action was refused (object
-changed, not confirmed, PodDisruptionBudget), deferred (the workload's budget did not allow it in
+changed, not confirmed, PodDisruptionBudget, a report of another cluster), deferred (the workload's budget did not allow it in
 time) or failed.`,
 		Example: `  # Preview the fixes for the current namespace, then apply them after a prompt
   kubectl workloaddoctor fix --dry-run=client
@@ -104,6 +109,9 @@ time) or failed.`,
   # A runbook: save a report, then fix two of its findings without a prompt, with an audit trail
   kubectl workloaddoctor scan -A -o json > report.json
   kubectl workloaddoctor fix --from-report report.json wd-3f9a1c07be wd-9c1d2e3f4a --yes --audit-file fix.log
+
+  # Fix one cluster's findings from a fleet scan
+  kubectl workloaddoctor fix --from-report fleet.json --context prod-eu --yes
 
   # Ask the API server whether the writes would pass, without writing
   kubectl workloaddoctor fix -n shop --check stuck-terminating --dry-run=server -o json

@@ -14,6 +14,7 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fix"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/render"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/scan"
 )
 
 // Run plans, confirms, applies and reports.
@@ -35,6 +36,13 @@ func (o *FixOptions) Run(ctx context.Context) error {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
 	steps, results := fix.Select(o.cat, rep.Findings, fix.Selection{IDs: o.IDs, Check: o.Check, Action: o.Action})
+	if o.FromReport != "" && len(steps) > 0 {
+		if why := o.foreignReport(ctx, rep); why != "" {
+			fmt.Fprintf(o.ErrOut, "Refusing %d action%s: %s.\n", len(steps), plural(len(steps)), why)
+			results = append(results, fix.Refuse(steps, why)...)
+			steps = nil
+		}
+	}
 
 	// With -o json stdout carries only the results document; the plan goes to stderr.
 	planOut := o.Out
@@ -102,9 +110,22 @@ func (o *FixOptions) findings(ctx context.Context) (*report.Report, error) {
 	if o.FromReport == "" {
 		return runScan(ctx, o.config, o.opts, o.ErrOut)
 	}
-	rep, err := report.Read(o.FromReport, o.In)
+	rep, fleet, err := report.ReadDocument(o.FromReport, o.In)
 	if err != nil {
 		return nil, err
+	}
+	if fleet != nil {
+		// --context picks both the fleet's findings and the cluster they are applied to.
+		if o.config.Context == nil || *o.config.Context == "" {
+			var names []string
+			for _, c := range fleet.Clusters {
+				names = append(names, c.Context)
+			}
+			return nil, fmt.Errorf("report %s is a FleetReport of contexts %s: name the one to fix with --context", o.FromReport, strings.Join(names, ", "))
+		}
+		if rep, err = fleet.ContextReport(*o.config.Context); err != nil {
+			return nil, fmt.Errorf("report %s: %w", o.FromReport, err)
+		}
 	}
 	known := map[string]bool{}
 	for _, f := range rep.Findings {
@@ -115,11 +136,40 @@ func (o *FixOptions) findings(ctx context.Context) (*report.Report, error) {
 			return nil, fmt.Errorf("finding %s is not in report %s", id, o.FromReport)
 		}
 	}
-	if cur := o.contextName(); rep.Metadata.Context != "" && cur != "" && rep.Metadata.Context != cur {
-		fmt.Fprintf(o.ErrOut, "warning: report %s was made in context %q, the current context is %q; objects are matched by uid, so findings of another cluster are reported as already resolved\n",
-			o.FromReport, rep.Metadata.Context, cur)
-	}
 	return rep, nil
+}
+
+// foreignReport says why the saved report's findings must not be applied to the current
+// cluster: it was made on another one (by the kube-system namespace's UID, whatever the contexts
+// are called), or either identity is unknown. Empty means the report is this cluster's. With
+// --dry-run=client nothing is written, so a cluster that cannot be asked only earns a warning.
+func (o *FixOptions) foreignReport(ctx context.Context, rep *report.Report) string {
+	if rep.Metadata.ClusterID == "" {
+		return fmt.Sprintf("report %s carries no clusterID (made without read access to namespace %s, or by an older version), so nothing proves it is this cluster's; run fix without --from-report to scan this cluster afresh",
+			o.FromReport, scan.ClusterIDNamespace)
+	}
+	cur, err := o.clusterID(ctx)
+	if err != nil {
+		if o.dryRun == fix.DryRunClient {
+			fmt.Fprintf(o.ErrOut, "warning: %v; cannot tell whether report %s is this cluster's\n", err, o.FromReport)
+			return ""
+		}
+		return fmt.Sprintf("cannot tell whether report %s is this cluster's: %v", o.FromReport, err)
+	}
+	if cur != rep.Metadata.ClusterID {
+		return fmt.Sprintf("report %s was made on cluster %s (context %q), but context %q is cluster %s",
+			o.FromReport, rep.Metadata.ClusterID, rep.Metadata.Context, o.contextName(), cur)
+	}
+	return ""
+}
+
+// clusterID reads the current cluster's identity.
+func (o *FixOptions) clusterID(ctx context.Context) (string, error) {
+	c, err := o.clients()
+	if err != nil {
+		return "", err
+	}
+	return scan.ClusterID(ctx, c.Kube)
 }
 
 // confirm asks on a terminal; without one, only --yes confirms. Server dry run writes nothing

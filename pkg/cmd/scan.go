@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/render"
@@ -97,6 +99,7 @@ type ScanOptions struct {
 	scanFlags
 	reportFlags
 	exemptionFlags
+	fleetFlags
 
 	opts scan.Options
 }
@@ -151,7 +154,18 @@ a reason, or an exemption past its until, holds nothing back and is a warning.
 
 -o junit writes one test suite per check and one test case per object (findings fail, suppressed
 ones are skipped, a check that could not read its inputs errs); -o sarif writes SARIF 2.1.0 with a
-rule per root cause and the finding ID as fingerprint, suppressed findings left out.`,
+rule per root cause and the finding ID as fingerprint, suppressed findings left out.
+
+Every report names its cluster: metadata.clusterID is the UID of the kube-system namespace, which
+fix --from-report compares with the cluster it is about to change.
+
+Many clusters: --contexts (names, globs such as prod-*, exclusions such as !prod-legacy) or
+--all-contexts scans each kubeconfig context with clients of its own, --parallel at a time, each
+within --context-timeout, and prints one FleetReport (kind: FleetReport, a row per context with
+its server, clusterID, status scanned|unreachable|forbidden|error, server version, duration,
+coverage, summary and exit code, and every finding with its context); tables group findings by
+context. A fleet scan exits 1 when any context was not scanned (or could not look), else 2 when a
+context has findings at or above --fail-on, else 0.`,
 		Example: `  # The current namespace, as a table
   kubectl workloaddoctor scan
 
@@ -170,7 +184,10 @@ rule per root cause and the finding ID as fingerprint, suppressed findings left 
 
   # Accept one finding on the object itself (or its owner, or its namespace), with a reason and an expiry
   kubectl annotate ns legacy workloaddoctor.io/ignore=stuck-terminating \
-    workloaddoctor.io/ignore-reason="vendor clears it, ticket OPS-7" workloaddoctor.io/ignore-until=2026-12-31T00:00:00Z`,
+    workloaddoctor.io/ignore-reason="vendor clears it, ticket OPS-7" workloaddoctor.io/ignore-until=2026-12-31T00:00:00Z
+
+  # Every production context but one, six at a time, as one FleetReport
+  kubectl workloaddoctor scan -A --contexts 'prod-*,!prod-legacy' --parallel 6 -o json > fleet.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(); err != nil {
@@ -179,12 +196,16 @@ rule per root cause and the finding ID as fingerprint, suppressed findings left 
 			if err := o.Validate(); err != nil {
 				return &ExitError{Code: ExitFailure, Err: err}
 			}
+			if err := o.fleetFlags.validate(cmd); err != nil {
+				return &ExitError{Code: ExitFailure, Err: err}
+			}
 			return o.Run(cmd.Context())
 		},
 	}
 	o.scanFlags.addFlags(cmd.Flags())
 	o.reportFlags.addFlags(cmd.Flags(), render.ReportFormats)
 	o.exemptionFlags.addFlags(cmd.Flags())
+	o.fleetFlags.addFlags(cmd.Flags())
 	registerCompletions(cmd, reg)
 	return cmd
 }
@@ -202,11 +223,22 @@ func (o *ScanOptions) Complete() error {
 	return nil
 }
 
-// Validate checks the flag values.
-func (o *ScanOptions) Validate() error { return o.reportFlags.validate(render.ReportFormats) }
+// Validate checks the flag values: before any cluster is read, so a fleet scan asked for a format
+// it cannot write fails at once.
+func (o *ScanOptions) Validate() error {
+	if o.fleetFlags.enabled() {
+		if err := o.reportFlags.validate(render.FleetFormats); err != nil {
+			return fmt.Errorf("--contexts and --all-contexts print a FleetReport: %w", err)
+		}
+	}
+	return o.reportFlags.validate(render.ReportFormats)
+}
 
 // Run scans and prints the report.
 func (o *ScanOptions) Run(ctx context.Context) error {
+	if o.fleetFlags.enabled() {
+		return o.runFleet(ctx)
+	}
 	r, err := runScan(ctx, o.config, o.opts, o.ErrOut)
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
@@ -232,7 +264,7 @@ func scanExit(r *report.Report, failOn report.Severity, where string) error {
 	return nil
 }
 
-func runScan(ctx context.Context, config *genericclioptions.ConfigFlags, opts scan.Options, errOut interface{ Write([]byte) (int, error) }) (*report.Report, error) {
+func runScan(ctx context.Context, config *genericclioptions.ConfigFlags, opts scan.Options, errOut io.Writer) (*report.Report, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -240,6 +272,11 @@ func runScan(ctx context.Context, config *genericclioptions.ConfigFlags, opts sc
 	if err != nil {
 		return nil, fmt.Errorf("read kubeconfig: %w", err)
 	}
+	return runScanConfig(ctx, cfg, opts, errOut)
+}
+
+// runScanConfig scans the cluster cfg points at, with clients of its own.
+func runScanConfig(ctx context.Context, cfg *rest.Config, opts scan.Options, errOut io.Writer) (*report.Report, error) {
 	clients, err := scan.Clients(cfg)
 	if err != nil {
 		return nil, err
@@ -248,7 +285,19 @@ func runScan(ctx context.Context, config *genericclioptions.ConfigFlags, opts sc
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach the cluster at %s: %w", cfg.Host, err)
 	}
-	if w := clockWarning(snap.ClockOffset); w != "" {
+	// Without an identity, fix --from-report cannot tell which cluster the report is of, and
+	// refuses it; the scan itself is as good.
+	if r.Metadata.ClusterID, err = scan.ClusterID(ctx, clients.Kube); err != nil {
+		fmt.Fprintf(errOut, "warning: %v; the report carries no clusterID, so fix --from-report will refuse it\n", err)
+	}
+	scanWarnings(errOut, r, snap.ClockOffset)
+	return r, nil
+}
+
+// scanWarnings writes what a user should know about a finished scan: the clock, and the checks
+// skipped or degraded.
+func scanWarnings(errOut io.Writer, r *report.Report, clockOffset time.Duration) {
+	if w := clockWarning(clockOffset); w != "" {
 		fmt.Fprintln(errOut, w)
 	}
 	// When inputs were unread, the one error line says so instead (see Run).
@@ -261,7 +310,6 @@ func runScan(ctx context.Context, config *genericclioptions.ConfigFlags, opts sc
 		fmt.Fprintf(errOut, "warning: check %s degraded: %s\n", n.Check, n.Reason)
 	}
 	printWarnings(errOut, r)
-	return r, nil
 }
 
 // clockWarning says when the local clock is far enough from the apiserver's that a user reading

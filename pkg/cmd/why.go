@@ -161,6 +161,13 @@ func (o *WhyOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
+	// The JSON and YAML answers are reports fix --from-report takes: they name their cluster.
+	if res.Report != nil {
+		var idErr error
+		if res.Report.Metadata.ClusterID, idErr = scan.ClusterID(ctx, clients.Kube); idErr != nil && (o.Output == why.FormatJSON || o.Output == why.FormatYAML) {
+			fmt.Fprintf(o.ErrOut, "warning: %v; the report carries no clusterID, so fix --from-report will refuse it\n", idErr)
+		}
+	}
 	return o.print(res)
 }
 

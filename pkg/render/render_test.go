@@ -31,7 +31,7 @@ func sample() *report.Report {
 		}
 	}
 	r := &report.Report{
-		Metadata: report.Metadata{GeneratedAt: now, Context: "demo", ServerVersion: "v1.37.1"},
+		Metadata: report.Metadata{GeneratedAt: now, Context: "demo", ServerVersion: "v1.37.1", ClusterID: "6c1f3e0a-2b7d-4e5f-9a8b-0c1d2e3f4a5b"},
 		Coverage: report.Coverage{Checks: []string{"stuck-preparing-normal", "stuck-terminating"},
 			Degraded: []report.Note{{Check: "stuck-terminating", Reason: "forbidden: list nodes"}}},
 		Findings: []report.Finding{

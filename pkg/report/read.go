@@ -10,6 +10,15 @@ import (
 
 // Read reads a saved `scan -o json` (or -o yaml) report; "-" reads stdin.
 func Read(path string, stdin io.Reader) (*Report, error) {
+	data, err := readInput(path, stdin)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, path)
+}
+
+// readInput reads a saved document from path, or stdin for "-".
+func readInput(path string, stdin io.Reader) ([]byte, error) {
 	var data []byte
 	var err error
 	if path == "-" {
@@ -20,7 +29,7 @@ func Read(path string, stdin io.Reader) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read report: %w", err)
 	}
-	return Parse(data, path)
+	return data, nil
 }
 
 // Parse decodes and validates a report document; name says where it came from, in errors.

@@ -67,6 +67,9 @@ type Metadata struct {
 	GeneratedAt   time.Time `json:"generatedAt"`
 	Context       string    `json:"context"`
 	ServerVersion string    `json:"serverVersion"`
+	// ClusterID is the UID of the cluster's kube-system namespace, empty when the scan could not
+	// read it; fix --from-report applies a report only to the cluster it names.
+	ClusterID string `json:"clusterID"`
 }
 
 // Coverage says which checks ran and what they could not read.
