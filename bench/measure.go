@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -112,6 +113,18 @@ func (r *runner) baseline(ctx context.Context) (sample, error) {
 // scan runs the plugin, its report to out (nil: discarded).
 func (r *runner) scan(ctx context.Context, out *os.File, extra ...string) (sample, error) {
 	return r.scanWith(ctx, r.plugin, out, r.kubeconfig, extra...)
+}
+
+// again runs a measured command once more when it failed: on a loaded machine the apiserver
+// sometimes resets the stream of a 100k-pod list (INTERNAL_ERROR), and an hour of seeding should
+// not be lost to one such run. Both attempts are logged; the second's figures are kept.
+func again(what string, run func() (sample, error)) (sample, error) {
+	s, err := run()
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return s, err
+	}
+	logf("%s failed, running it again: %v", what, err)
+	return run()
 }
 
 // scanCompared runs the -compare-plugin binary the same way.

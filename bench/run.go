@@ -176,7 +176,15 @@ func measure(ctx context.Context, cfg config, r *runner, res *result) error {
 	}
 	defer os.Remove(out.Name())
 	defer out.Close()
-	if _, err := r.scan(ctx, out); err != nil {
+	if _, err := again("warm-up scan", func() (sample, error) {
+		if err := out.Truncate(0); err != nil {
+			return sample{}, err
+		}
+		if _, err := out.Seek(0, 0); err != nil {
+			return sample{}, err
+		}
+		return r.scan(ctx, out)
+	}); err != nil {
 		return fmt.Errorf("warm-up scan: %w", err)
 	}
 	if res.summary, err = summarize(out.Name()); err != nil {
@@ -199,7 +207,7 @@ func measure(ctx context.Context, cfg config, r *runner, res *result) error {
 		if _, err := out.Seek(0, 0); err != nil {
 			return err
 		}
-		if _, err := r.scanCompared(ctx, out); err != nil {
+		if _, err := again("warm-up scan of "+r.compare, func() (sample, error) { return r.scanCompared(ctx, out) }); err != nil {
 			return fmt.Errorf("warm-up scan of %s: %w", r.compare, err)
 		}
 		if res.comparedSummary, err = summarize(out.Name()); err != nil {
@@ -236,7 +244,7 @@ func measure(ctx context.Context, cfg config, r *runner, res *result) error {
 				}
 				res.floorGzip = append(res.floorGzip, f)
 				logf("%d pods, run %d: floor %s, with gzip %s", res.pods, i+1, res.floor[len(res.floor)-1].wall.Round(time.Millisecond), f.wall.Round(time.Millisecond))
-				s, err := r.scan(ctx, nil)
+				s, err := again("scan", func() (sample, error) { return r.scan(ctx, nil) })
 				res.scan = append(res.scan, s)
 				logf("%d pods, run %d: workloaddoctor scan -A -o json: %s, %s peak RSS, %d requests", res.pods, i+1, s.wall.Round(time.Millisecond), mib(s.maxRSS), s.reads.requests)
 				if err != nil {

@@ -4,8 +4,8 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
@@ -108,12 +108,7 @@ func JUnit(w io.Writer, r *report.Report) error {
 		c.Name = "inputs not read"
 		c.Error = &junitProblem{Type: "unread-input", Message: n.Reason, Text: strings.Join(n.Inputs, "\n")}
 	}
-	keys := make([]string, 0, len(cases))
-	for k := range cases {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(cases)) {
 		c := cases[k]
 		s := suites[c.Classname]
 		s.Cases = append(s.Cases, *c)
@@ -128,12 +123,7 @@ func JUnit(w io.Writer, r *report.Report) error {
 		}
 	}
 	doc := junitSuites{Name: "kubectl-workloaddoctor scan"}
-	names := make([]string, 0, len(suites))
-	for n := range suites {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(suites)) {
 		s := suites[n]
 		doc.Suites = append(doc.Suites, *s)
 		doc.Tests += s.Tests

@@ -88,11 +88,12 @@ func fixOne(t *testing.T, kubeconfig string, wantExit int, wantStatus string, ar
 	return d.Results[0]
 }
 
-// fixScan runs the stuck-terminating check on ns and returns the report.
+// fixScan runs the stuck-terminating check on ns and returns the report, once why agrees with
+// it on every object it reports.
 func fixScan(t *testing.T, kubeconfig, ns string) (*report.Report, string) {
 	t.Helper()
 	scanned := pluginOn(kubeconfig).scan(t, "-n", ns, "--checks", "stuck-terminating", "--min-age", "0s", "-o", "json").wantFindingsOrNone()
-	return scanned.report(), scanned.stdout
+	return scanned.agreed(), scanned.stdout
 }
 
 func fixFinding(t *testing.T, r *report.Report, name, rootCause string) report.Finding {

@@ -41,11 +41,22 @@ import (
 // converted to v1 by the webhook (webhook_converter.go, webhookConverter.Convert). When the call
 // fails, deleteAllContentForGroupVersionResource returns the error and makeDeleteContentCondition
 // writes it into NamespaceDeletionContentFailure.
+//
+// Each scenario has a control plane of its own: an object that cannot be converted stops the
+// apiserver's watch cache of its resource, and the namespace controller lists every resource in
+// every namespace it deletes, so one scenario's failing webhook holds the other's namespace too
+// (rightly reported as that webhook's doing, but not what the other scenario asserts).
 func TestNamespaceConversionWebhook(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{ControllerManager: true})
-	e := &teEnv{c: c, cs: c.Clientset(), ctx: t.Context()}
-	t.Run("conversion webhook Service missing", e.conversionServiceMissing)
-	t.Run("conversion webhook up, then stopped", e.conversionUpThenStopped)
+	for name, run := range map[string]func(*teEnv, *testing.T){
+		"conversion webhook Service missing":  (*teEnv).conversionServiceMissing,
+		"conversion webhook up, then stopped": (*teEnv).conversionUpThenStopped,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := testcluster.Start(t, testcluster.Options{ControllerManager: true})
+			run(&teEnv{c: c, cs: c.Clientset(), ctx: t.Context()}, t)
+		})
+	}
 }
 
 // conversionServiceMissing: an operator was uninstalled with its Service, and its CRD's
@@ -135,14 +146,8 @@ func (e *teEnv) conversionUpThenStopped(t *testing.T) {
 		[]string{"conversion webhook for conv-up.example.com/v1beta1, Kind=Gizmo failed",
 			"CustomResourceDefinition gizmos.conv-up.example.com: conversion webhook, calls URL https://127.0.0.1",
 			"connection refused"}, nil)
-	// The gadgets CRD of the scenario before is still broken, and that holds this namespace too
-	// although it has no gadget: the apiserver's watch cache of gadgets cannot initialize while
-	// one stored object cannot be converted, so every LIST of gadgets fails ("storage is
-	// (re)initializing", observed on v1.37.1). When the condition quotes it, blockedBy names both.
+	// Alone on its control plane, the namespace is held by this CRD only.
 	want := map[string]bool{"gizmos.conv-up.example.com": true}
-	if strings.Contains(cond.Message, "Kind=Gadget failed") {
-		want["gadgets.conv-missing.example.com"] = true
-	}
 	got := map[string]bool{}
 	for _, b := range f.BlockedBy {
 		got[b.Name] = b.Kind == "CustomResourceDefinition"
