@@ -220,10 +220,17 @@ var moving = regexp.MustCompile(`\b[0-9]+(\.[0-9]+)?(ms|s|m|h|d)([0-9]+(\.[0-9]+
 // leader's renew period (2 s for kruise-manager), not on the leader: both say it is alive.
 var renewal = regexp.MustCompile(`^(leader: pod \S+ holds Lease \S+), renewed (during the scan|… before the apiserver's time).*$`)
 
+// refusedPod matches the pod a quoted create refusal names: the ReplicaSet controller generates a
+// new name for every create it retries (k8s.io/kubernetes v1.37.1 pkg/controller/controller_utils.go,
+// RealPodControl.CreatePodsWithGenerateName), so a ReplicaFailure condition read seconds apart
+// quotes another pod for the same refusal.
+var refusedPod = regexp.MustCompile(`pods \\?"[^"\\]+\\?" is forbidden`)
+
 func steady(lines []string) []string {
 	out := make([]string, len(lines))
 	for i, l := range lines {
-		out[i] = renewal.ReplaceAllString(moving.ReplaceAllString(l, "…"), "$1, renewed recently")
+		l = refusedPod.ReplaceAllString(moving.ReplaceAllString(l, "…"), `pods "…" is forbidden`)
+		out[i] = renewal.ReplaceAllString(l, "$1, renewed recently")
 	}
 	return out
 }
