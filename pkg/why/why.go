@@ -18,7 +18,10 @@
 // What it costs: the namespace's lists plus one GET of the object and one per node named
 // (measured in bench/ against scan -A, and in test/e2e why_test.go); two more for a custom
 // resource whose conversion webhook fails (its CRD, then the object at the version it is stored
-// at).
+// at). The Deployments, StatefulSets and DaemonSets are listed in the namespace and where the
+// kruise-manager and the Cluster API controller are configured to run; in every namespace only
+// when something in scope is being deleted, since stuck-terminating then looks for the
+// controller that must finish it among every workload (collect, readNearControllerWorkloads).
 //
 // A cluster-scoped object (a Node, a PersistentVolume, a CRD, a cluster-scoped custom resource)
 // is diagnosed on its own resource, read as `scan -A` reads it (snapshot.Scope.ClusterResources),
