@@ -46,6 +46,16 @@ type Options struct {
 // decides how fast it serves them. A token bucket (client-go's default 5/s, or even 50/s) would
 // hold a large cluster's candidate reads back by seconds while the apiserver idles.
 func Clients(cfg *rest.Config) (collect.Clients, error) {
+	return clients(cfg, true)
+}
+
+// JSONClients are Clients whose every answer is JSON: what a capture records and a replay
+// serves, so that a bundle's objects are readable and one recording answers every client.
+func JSONClients(cfg *rest.Config) (collect.Clients, error) {
+	return clients(cfg, false)
+}
+
+func clients(cfg *rest.Config, protobuf bool) (collect.Clients, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
 	// The objects input lists every resource, deprecated ones included; the apiserver's
@@ -56,8 +66,10 @@ func Clients(cfg *rest.Config) (collect.Clients, error) {
 	cfg.Wrap(collect.RecordServerDate)
 	// Built-in kinds travel as protobuf: smaller on the wire and cheaper to decode than JSON.
 	typed := rest.CopyConfig(cfg)
-	typed.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	typed.ContentType = "application/vnd.kubernetes.protobuf"
+	if protobuf {
+		typed.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+		typed.ContentType = "application/vnd.kubernetes.protobuf"
+	}
 	kube, err := kubernetes.NewForConfig(typed)
 	if err != nil {
 		return collect.Clients{}, fmt.Errorf("create client: %w", err)
