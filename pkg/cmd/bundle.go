@@ -52,17 +52,17 @@ func refuseConnectionFlags(cmd *cobra.Command) error {
 // an error; --checks may choose other checks (what they need and the capture did not read is
 // reported unread); the thresholds and output are the user's. A foreign capture has no plan:
 // the flags say what to scan.
-func offlineOptions(cmd *cobra.Command, config *genericclioptions.ConfigFlags, f *scanFlags, reg *checks.Registry, b *bundle.Bundle) (scan.Options, error) {
+func offlineOptions(cmd *cobra.Command, namespace string, f *scanFlags, reg *checks.Registry, b *bundle.Bundle) (scan.Options, error) {
 	if b.Manifest == nil {
-		ns := "default"
-		if config.Namespace != nil && *config.Namespace != "" {
-			ns = *config.Namespace
+		ns := namespace
+		if ns == "" {
+			ns = "default"
 		}
 		return f.resolve(reg, snapshot.Scope{Namespace: ns, AllNamespaces: f.AllNamespaces, LabelSelector: f.LabelSelector}, b.Source.Context)
 	}
 	p := b.Manifest.Plan
-	if config.Namespace != nil && *config.Namespace != "" && (p.AllNamespaces || *config.Namespace != p.Namespace) {
-		return scan.Options{}, fmt.Errorf("-n %s differs from the bundle's scope (%s): a bundle answers only the scan it captured", *config.Namespace, planScope(p))
+	if namespace != "" && (p.AllNamespaces || namespace != p.Namespace) {
+		return scan.Options{}, fmt.Errorf("-n %s differs from the bundle's scope (%s): a bundle answers only the scan it captured", namespace, planScope(p))
 	}
 	if changed(cmd, "all-namespaces") && f.AllNamespaces != p.AllNamespaces {
 		return scan.Options{}, fmt.Errorf("-A differs from the bundle's scope (%s): a bundle answers only the scan it captured", planScope(p))
@@ -133,4 +133,12 @@ func scanBundle(ctx context.Context, b *bundle.Bundle, opts scan.Options) (*repo
 		m.CapturedAt = &t
 	}
 	return r, snap, nil
+}
+
+// namespaceFlag is -n as given, empty when it was not.
+func namespaceFlag(config *genericclioptions.ConfigFlags) string {
+	if config.Namespace == nil {
+		return ""
+	}
+	return *config.Namespace
 }

@@ -244,7 +244,7 @@ func (o *ScanOptions) completeBundle(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	opts, err := offlineOptions(cmd, o.config, &o.scanFlags, o.reg, b)
+	opts, err := offlineOptions(cmd, namespaceFlag(o.config), &o.scanFlags, o.reg, b)
 	if err != nil {
 		return err
 	}
