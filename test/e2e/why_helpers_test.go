@@ -192,7 +192,8 @@ func whyFlags(scanArgs []string) []string {
 }
 
 // agreed is the run's report (a scan -o json), once why has agreed with it on every object it
-// found stuck (whyAgreesWithReport).
+// found stuck (whyAgreesWithReport) and a capture of the same scan, scanned offline, has
+// agreed with it too (offlineAgrees).
 func (r *pluginRun) agreed() *report.Report {
 	r.t.Helper()
 	rep := r.report()
@@ -200,6 +201,7 @@ func (r *pluginRun) agreed() *report.Report {
 		r.t.Fatalf("agreed: %v is not a scan", r.args)
 	}
 	whyAgreesWithReport(r.t, r.p, rep, r.args[1:]...)
+	offlineAgrees(r.t, r.p, rep, r.args[1:])
 	return rep
 }
 
