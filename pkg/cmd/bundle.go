@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -133,6 +134,19 @@ func scanBundle(ctx context.Context, b *bundle.Bundle, opts scan.Options) (*repo
 		m.CapturedAt = &t
 	}
 	return r, snap, nil
+}
+
+// openBundle opens the capture at path and writes what its reader should know (how a foreign
+// capture's time was chosen) to errOut, once.
+func openBundle(path string, errOut io.Writer) (*bundle.Bundle, error) {
+	b, err := bundle.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range b.Source.Warnings {
+		fmt.Fprintf(errOut, "warning: %s\n", w)
+	}
+	return b, nil
 }
 
 // namespaceFlag is -n as given, empty when it was not.

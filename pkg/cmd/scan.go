@@ -240,7 +240,7 @@ func (o *ScanOptions) completeBundle(cmd *cobra.Command) error {
 	if err := refuseConnectionFlags(cmd); err != nil {
 		return err
 	}
-	b, err := bundle.Open(o.FromBundle)
+	b, err := openBundle(o.FromBundle, o.ErrOut)
 	if err != nil {
 		return err
 	}

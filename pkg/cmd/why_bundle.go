@@ -34,7 +34,7 @@ func (o *WhyOptions) runBundle(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return fail(err)
 	}
-	b, err := bundle.Open(o.FromBundle)
+	b, err := openBundle(o.FromBundle, o.ErrOut)
 	if err != nil {
 		return fail(err)
 	}
