@@ -46,6 +46,10 @@ type config struct {
 	auditInterval time.Duration
 	// why also measures `why` on a stuck pod, a stuck namespace and a frozen CloneSet.
 	why bool
+	// bundle also measures `capture -A` and the offline `scan -A --from-bundle` of its archive.
+	bundle bool
+	// reuse is the kubeconfig of a cluster a -keep run left seeded at the one size measured.
+	reuse string
 }
 
 func main() {
@@ -67,6 +71,8 @@ func main() {
 	flag.DurationVar(&cfg.auditInterval, "audit-interval", time.Second, "The auditor's --interval with -audit-cycles.")
 	flag.BoolVar(&cfg.eachCheck, "each-check", true, "Also run the scan with each check alone at each size (one run each).")
 	flag.BoolVar(&cfg.why, "why", false, "Also measure `why TYPE/NAME` on a stuck pod, a stuck namespace and a frozen CloneSet the warm-up scan found, in the scan's runs.")
+	flag.BoolVar(&cfg.bundle, "bundle", false, "Also measure `capture -A -o FILE.tgz` (time, requests, archive size) and `scan -A --from-bundle FILE.tgz` against the live scan, in the scan's runs.")
+	flag.StringVar(&cfg.reuse, "reuse", "", "Measure the cluster of this kubeconfig, which a -keep run left seeded at the one size in -sizes, instead of starting and seeding one (a new build re-measured without an hour of seeding).")
 	flag.BoolVar(&cfg.keep, "keep", false, "Keep the cluster running after measuring, until interrupted or -timeout, to inspect it.")
 	flag.Parse()
 	cfg.baselineLimit = int64(*limitGiB * (1 << 30))
@@ -80,6 +86,10 @@ func main() {
 	}
 	if large {
 		cfg.sizes = append(cfg.sizes, 100000)
+	}
+	if cfg.reuse != "" && len(cfg.sizes) != 1 {
+		fmt.Fprintln(os.Stderr, "bench: -reuse measures the one size its cluster was seeded at: give one -sizes")
+		os.Exit(1)
 	}
 	slices.Sort(cfg.sizes)
 	cfg.sizes = slices.Compact(cfg.sizes)

@@ -210,6 +210,7 @@ func writeResults(cfg config, serverVersion string, results []result) error {
 	}
 
 	writeWhy(w, results)
+	writeBundle(w, results)
 	writeComparison(&b, cfg, results)
 	writeAudit(&b, results)
 

@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
 )
@@ -41,6 +43,8 @@ type result struct {
 	comparedSummary scanSummary
 	// why are why's runs on objects the warm-up scan found stuck, with -why.
 	why []whyResult
+	// bundle is the capture and offline scan, with -bundle.
+	bundle bundleResult
 }
 
 // run starts the control plane, seeds it size by size, and measures and writes the results at
@@ -77,19 +81,13 @@ func run(ctx context.Context, cfg config) error {
 			return err
 		}
 	}
-	began := time.Now()
-	cluster, err := testcluster.New(ctx, testcluster.Options{
-		// Room for 100k pods and their history until the apiserver compacts it.
-		ExtraEtcdArgs: []string{"--quota-backend-bytes=8589934592"},
-	}, logf)
+	cluster, restCfg, kubeconfig, stop, err := controlPlane(ctx, cfg.reuse)
 	if err != nil {
 		return err
 	}
-	defer cluster.Stop()
-	logf("control plane up in %s (%s)", time.Since(began).Round(time.Millisecond), cluster.Dir)
-
+	defer stop()
 	// The seeder's own client: protobuf and no client-side rate limit; the workers bound it.
-	seedCfg := cluster.RESTConfig()
+	seedCfg := rest.CopyConfig(restCfg)
 	seedCfg.QPS, seedCfg.Burst = -1, 0
 	seedCfg.ContentType = "application/vnd.kubernetes.protobuf"
 	seedCfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
@@ -97,18 +95,11 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return fmt.Errorf("seed client: %w", err)
 	}
-	jsonCfg := cluster.RESTConfig()
+	jsonCfg := rest.CopyConfig(restCfg)
 	jsonCfg.QPS, jsonCfg.Burst = -1, 0
 	dyn, err := dynamic.NewForConfig(jsonCfg)
 	if err != nil {
 		return fmt.Errorf("seed dynamic client: %w", err)
-	}
-	crds, err := testcluster.KruiseCRDFiles()
-	if err != nil {
-		return err
-	}
-	if err := cluster.InstallCRDFiles(ctx, crds...); err != nil {
-		return err
 	}
 	sv, err := kube.Discovery().ServerVersion()
 	if err != nil {
@@ -116,20 +107,29 @@ func run(ctx context.Context, cfg config) error {
 	}
 
 	s := &seeder{kube: kube, dyn: dyn, workers: cfg.workers, base: time.Now()}
-	t0 := time.Now()
-	if err := s.seedBase(ctx); err != nil {
-		return err
+	if cfg.reuse == "" {
+		crds, err := testcluster.KruiseCRDFiles()
+		if err != nil {
+			return err
+		}
+		if err := cluster.InstallCRDFiles(ctx, crds...); err != nil {
+			return err
+		}
+		t0 := time.Now()
+		if err := s.seedBase(ctx); err != nil {
+			return err
+		}
+		logf("seeded %d namespaces and %d nodes in %s", namespaces, nodes, time.Since(t0).Round(time.Millisecond))
 	}
-	logf("seeded %d namespaces and %d nodes in %s", namespaces, nodes, time.Since(t0).Round(time.Millisecond))
 
 	home, err := os.MkdirTemp("", "wd-bench-home-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(home)
-	r := &runner{kube: kube, restConfig: cluster.RESTConfig(), kubeconfig: cluster.Kubeconfig, kubectl: kubectl, plugin: plugin, compare: compare, home: home,
+	r := &runner{kube: kube, restConfig: restCfg, kubeconfig: kubeconfig, kubectl: kubectl, plugin: plugin, compare: compare, home: home,
 		baselineLimit: cfg.baselineLimit, rawKubeconfig: filepath.Join(home, "raw.kubeconfig")}
-	if err := writeRawKubeconfig(cluster.Kubeconfig, r.rawKubeconfig); err != nil {
+	if err := writeRawKubeconfig(kubeconfig, r.rawKubeconfig); err != nil {
 		return fmt.Errorf("write kubeconfig without compression: %w", err)
 	}
 
@@ -139,6 +139,9 @@ func run(ctx context.Context, cfg config) error {
 		res := result{pods: size}
 		writes := s.created.Load()
 		t := time.Now()
+		if cfg.reuse != "" {
+			have = size // seeded by an earlier run that kept its cluster
+		}
 		if err := s.seedGroups(ctx, have/groupSize, size/groupSize); err != nil {
 			return fmt.Errorf("seed %d pods: %w", size, err)
 		}
@@ -161,7 +164,7 @@ func run(ctx context.Context, cfg config) error {
 		}
 	}
 	if cfg.keep {
-		logf("cluster kept running until interrupted: KUBECONFIG=%s", cluster.Kubeconfig)
+		logf("cluster kept running until interrupted: KUBECONFIG=%s", kubeconfig)
 		<-ctx.Done()
 	}
 	return nil
@@ -292,6 +295,9 @@ func measure(ctx context.Context, cfg config, r *runner, res *result) error {
 			}
 		}
 	}
+	if cfg.bundle {
+		r.measureBundle(ctx, cfg.runs, res)
+	}
 	// Uncompressed sizes: kubectl and the scan ask for gzip, so the wire bytes above depend on how
 	// well each payload compresses; these compare the payloads themselves.
 	if res.baselineRaw, err = r.baselineRawBytes(ctx); err != nil {
@@ -318,4 +324,27 @@ func measure(ctx context.Context, cfg config, r *runner, res *result) error {
 		logf("%d pods: scan --checks %s: %s, %s peak RSS", res.pods, id, s.wall.Round(time.Millisecond), mib(s.maxRSS))
 	}
 	return nil
+}
+
+// controlPlane starts etcd and kube-apiserver, or with reuse (a kubeconfig) connects to the
+// cluster an earlier run kept (-keep): then cluster is nil and nothing is seeded again. stop
+// stops what it started.
+func controlPlane(ctx context.Context, reuse string) (cluster *testcluster.Cluster, cfg *rest.Config, kubeconfig string, stop func(), err error) {
+	if reuse != "" {
+		if cfg, err = clientcmd.BuildConfigFromFlags("", reuse); err != nil {
+			return nil, nil, "", nil, fmt.Errorf("-reuse %s: %w", reuse, err)
+		}
+		logf("measuring the cluster of %s, seeded by an earlier run", reuse)
+		return nil, cfg, reuse, func() {}, nil
+	}
+	began := time.Now()
+	cluster, err = testcluster.New(ctx, testcluster.Options{
+		// Room for 100k pods and their history until the apiserver compacts it.
+		ExtraEtcdArgs: []string{"--quota-backend-bytes=8589934592"},
+	}, logf)
+	if err != nil {
+		return nil, nil, "", nil, err
+	}
+	logf("control plane up in %s (%s)", time.Since(began).Round(time.Millisecond), cluster.Dir)
+	return cluster, cluster.RESTConfig(), cluster.Kubeconfig, cluster.Stop, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
@@ -107,6 +108,32 @@ func writeWhy(w func(string, ...any), results []result) {
 			w("| %d | %s: `why %s` | %.0f | %s | %s | %s | %.1f%% | %.2f%% %s | %s |\n", r.pods, wr.target.what, strings.Join(wr.target.args, " "),
 				req, kb(b), secs(wall), mib(int64(median(wr.runs, rssOf))), 100*ratio(req, sreq), 100*ratio(b, sbytes), verdict(ratio(b, sbytes) < 0.01),
 				verdict(wall < 1))
+		}
+	}
+	writeWhyBreakdown(w, results)
+}
+
+// writeWhyBreakdown writes, for each why target, its requests and bytes by "verb resource
+// subresource" (medians over its runs), largest first: where why's cost goes.
+func writeWhyBreakdown(w func(string, ...any), results []result) {
+	w("\nBy request (`verb resource subresource` in the apiserver's metrics; medians; writes are the control plane's own):\n\n")
+	w("| pods | object | request | requests | bytes (gzip) |\n|---:|---|---|---:|---:|\n")
+	for _, r := range results {
+		for _, wr := range r.why {
+			keys := map[string]bool{}
+			for _, s := range wr.runs {
+				for k := range s.reads.byKey {
+					keys[k] = true
+				}
+			}
+			ordered := sortedKeys(keys)
+			sort.SliceStable(ordered, func(i, j int) bool {
+				return medianKey(wr.runs, ordered[i], true) > medianKey(wr.runs, ordered[j], true)
+			})
+			for _, k := range ordered {
+				w("| %d | `why %s` | %s | %.0f | %s |\n", r.pods, strings.Join(wr.target.args, " "), strings.TrimSpace(k),
+					medianKey(wr.runs, k, false), kb(medianKey(wr.runs, k, true)))
+			}
 		}
 	}
 }

@@ -35,6 +35,15 @@ func (o *FixOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
+	// An offline report shows the cluster as it was at capture: its findings may be long gone,
+	// and nothing in it was read from the cluster fix would change.
+	if rep.Metadata.Source == report.SourceBundle {
+		at := ""
+		if rep.Metadata.CapturedAt != nil {
+			at = " at " + rep.Metadata.CapturedAt.UTC().Format(time.RFC3339)
+		}
+		return &ExitError{Code: ExitRefused, Err: fmt.Errorf("report %s was made offline from a bundle captured%s; fix applies only what a scan of the live cluster finds: run fix (or scan -o json, then fix --from-report) against the cluster", o.FromReport, at)}
+	}
 	steps, results := fix.Select(o.cat, rep.Findings, fix.Selection{IDs: o.IDs, Check: o.Check, Action: o.Action})
 	if o.FromReport != "" && len(steps) > 0 {
 		if why := o.foreignReport(ctx, rep); why != "" {

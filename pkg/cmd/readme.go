@@ -22,7 +22,7 @@ func ReadmeSections() map[string]string {
 	reg := builtin.Checks()
 	root := NewRootCommand(genericiooptions.NewTestIOStreamsDiscard())
 	out := map[string]string{"checks": checksMarkdown(reg, fix.NewCatalog())}
-	for _, name := range []string{"scan", "why", "fix", "audit"} {
+	for _, name := range []string{"scan", "capture", "why", "fix", "audit"} {
 		if c, _, err := root.Find([]string{name}); err == nil && c.Name() == name {
 			out["flags-"+name] = flagsMarkdown(c)
 		}

@@ -105,6 +105,7 @@ in-place updates.`,
 	cat := fix.NewCatalog()
 	root.AddCommand(
 		newScanCommand(flags, streams, reg),
+		newCaptureCommand(flags, streams, reg),
 		newFixCommand(flags, streams, reg, cat),
 		newWhyCommand(flags, streams, reg),
 		newAuditCommand(flags, streams, reg),

@@ -13,6 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
 
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/bundle"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/checks"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/render"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
@@ -48,8 +49,24 @@ func (f *scanFlags) addCheckFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.KruiseDeployment, "kruise-deployment", def.KruiseDeployment, "Name of the OpenKruise manager Deployment (found by image when absent).")
 }
 
-// options resolves the flags into scan options.
+// options resolves the flags into scan options, the scope from the kubeconfig's namespace.
 func (f *scanFlags) options(config *genericclioptions.ConfigFlags, reg *checks.Registry) (scan.Options, error) {
+	loader := config.ToRawKubeConfigLoader()
+	ns, _, err := loader.Namespace()
+	if err != nil {
+		return scan.Options{}, fmt.Errorf("read kubeconfig: %w", err)
+	}
+	ctxName := ""
+	if config.Context != nil && *config.Context != "" {
+		ctxName = *config.Context
+	} else if raw, err := loader.RawConfig(); err == nil {
+		ctxName = raw.CurrentContext
+	}
+	return f.resolve(reg, snapshot.Scope{Namespace: ns, AllNamespaces: f.AllNamespaces, LabelSelector: f.LabelSelector}, ctxName)
+}
+
+// resolve turns the flags into scan options of the given scope and context name.
+func (f *scanFlags) resolve(reg *checks.Registry, scope snapshot.Scope, ctxName string) (scan.Options, error) {
 	selected, err := reg.Select(f.Checks, f.SkipChecks)
 	if err != nil {
 		return scan.Options{}, err
@@ -62,23 +79,11 @@ func (f *scanFlags) options(config *genericclioptions.ConfigFlags, reg *checks.R
 		}
 		minAge = d
 	}
-	loader := config.ToRawKubeConfigLoader()
-	ns, _, err := loader.Namespace()
-	if err != nil {
-		return scan.Options{}, fmt.Errorf("read kubeconfig: %w", err)
-	}
-	ctxName := ""
-	if config.Context != nil && *config.Context != "" {
-		ctxName = *config.Context
-	} else if raw, err := loader.RawConfig(); err == nil {
-		ctxName = raw.CurrentContext
-	}
 	clock, err := localClock()
 	if err != nil {
 		return scan.Options{}, err
 	}
-	scope := snapshot.Scope{Namespace: ns, AllNamespaces: f.AllNamespaces, LabelSelector: f.LabelSelector}
-	if f.AllNamespaces {
+	if scope.AllNamespaces {
 		scope.Namespace = ""
 	}
 	return scan.Options{
@@ -100,8 +105,10 @@ type ScanOptions struct {
 	reportFlags
 	exemptionFlags
 	fleetFlags
+	bundleFlags
 
-	opts scan.Options
+	opts   scan.Options
+	bundle *bundle.Bundle
 }
 
 // reportFlags are how `scan` and `why` print and exit.
@@ -190,7 +197,11 @@ context has findings at or above --fail-on, else 0.`,
   kubectl workloaddoctor scan -A --contexts 'prod-*,!prod-legacy' --parallel 6 -o json > fleet.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(); err != nil {
+			if o.FromBundle != "" {
+				if err := o.completeBundle(cmd); err != nil {
+					return &ExitError{Code: ExitFailure, Err: err}
+				}
+			} else if err := o.Complete(); err != nil {
 				return &ExitError{Code: ExitFailure, Err: err}
 			}
 			if err := o.Validate(); err != nil {
@@ -206,6 +217,7 @@ context has findings at or above --fail-on, else 0.`,
 	o.reportFlags.addFlags(cmd.Flags(), render.ReportFormats)
 	o.exemptionFlags.addFlags(cmd.Flags())
 	o.fleetFlags.addFlags(cmd.Flags())
+	o.bundleFlags.addFlags(cmd.Flags())
 	registerCompletions(cmd, reg)
 	return cmd
 }
@@ -220,6 +232,26 @@ func (o *ScanOptions) Complete() error {
 		return err
 	}
 	o.opts = opts
+	return nil
+}
+
+// completeBundle resolves the flags of a scan of a bundle: its plan, narrowed by the flags.
+func (o *ScanOptions) completeBundle(cmd *cobra.Command) error {
+	if err := refuseConnectionFlags(cmd); err != nil {
+		return err
+	}
+	b, err := openBundle(o.FromBundle, o.ErrOut)
+	if err != nil {
+		return err
+	}
+	opts, err := offlineOptions(cmd, namespaceFlag(o.config), &o.scanFlags, o.reg, b)
+	if err != nil {
+		return err
+	}
+	if opts.Exemptions, err = o.exemptionFlags.policy(o.reg); err != nil {
+		return err
+	}
+	o.opts, o.bundle = opts, b
 	return nil
 }
 
@@ -239,7 +271,16 @@ func (o *ScanOptions) Run(ctx context.Context) error {
 	if o.fleetFlags.enabled() {
 		return o.runFleet(ctx)
 	}
-	r, err := runScan(ctx, o.config, o.opts, o.ErrOut)
+	var r *report.Report
+	var err error
+	if o.bundle != nil {
+		var snap *snapshot.Snapshot
+		if r, snap, err = scanBundle(ctx, o.bundle, o.opts); err == nil {
+			scanWarnings(o.ErrOut, r, snap.ClockOffset)
+		}
+	} else {
+		r, err = runScan(ctx, o.config, o.opts, o.ErrOut)
+	}
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}

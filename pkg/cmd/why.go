@@ -30,6 +30,7 @@ type WhyOptions struct {
 	scanFlags
 	reportFlags
 	exemptionFlags
+	bundleFlags
 	Watch bool
 	// interval is how often --watch looks again.
 	interval time.Duration
@@ -90,6 +91,9 @@ Exit codes: 0 nothing holds the object (or only findings below --fail-on, or onl
 			return o.completeNames(cmd.Context(), args, toComplete)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.FromBundle != "" {
+				return o.runBundle(cmd, args)
+			}
 			if err := o.Complete(args); err != nil {
 				return &ExitError{Code: ExitFailure, Err: err}
 			}
@@ -102,6 +106,7 @@ Exit codes: 0 nothing holds the object (or only findings below --fail-on, or onl
 	o.scanFlags.addCheckFlags(cmd.Flags())
 	o.reportFlags.addFlags(cmd.Flags(), why.Formats)
 	o.exemptionFlags.addFlags(cmd.Flags())
+	o.bundleFlags.addFlags(cmd.Flags())
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Draw the tree again whenever the chain changes, until the object is gone or nothing holds it (-o tree or wide).")
 	registerCompletions(cmd, reg)
 	return cmd

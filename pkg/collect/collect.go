@@ -113,6 +113,9 @@ type collector struct {
 	asked map[types.UID]bool
 	// revisionsAsked are the ControllerRevisions already read, by "namespace/name": true once read in full.
 	revisionsAsked map[string]bool
+	// nearControllers says the controllers' workloads were read only in the namespaces a
+	// one-namespace scope needs them from (readNearControllerWorkloads).
+	nearControllers bool
 	// want are the inputs being read.
 	want map[snapshot.Input]bool
 }
@@ -151,8 +154,18 @@ func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Inp
 	if want[snapshot.InputAdmission] {
 		col.readBackends(ctx)
 	}
+	var reads *snapshot.Reads
 	if want[snapshot.InputPods] && opts.Reads != nil {
-		col.targetedReads(ctx, opts.Reads(col.snap))
+		r := opts.Reads(col.snap)
+		reads = &r
+	}
+	// Without the checks' declaration, whether they need every workload is unknown.
+	if col.nearControllers && (reads == nil || reads.AllControllers) {
+		col.widenControllers(ctx)
+		col.snap.Index()
+	}
+	if reads != nil {
+		col.targetedReads(ctx, *reads)
 	}
 	col.evidence(ctx, want)
 	col.snap.Index()

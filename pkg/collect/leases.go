@@ -29,7 +29,7 @@ func (col *collector) readLeaderLease(ctx context.Context, mgr *kruise.Manager, 
 	lease, err := get(ctx, col, func(ctx context.Context) (*coordinationv1.Lease, error) {
 		return col.c.Kube.CoordinationV1().Leases(ns).Get(WithServerDate(ctx, &date), name, metav1.GetOptions{})
 	})
-	elapsed := time.Since(col.started)
+	elapsed := date.Elapsed(col.started)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
@@ -69,6 +69,33 @@ type ServerDate struct {
 	t  time.Time
 	// at is when the response arrived, on the local monotonic clock.
 	at time.Time
+	// recorded is how far into a recorded scan the response came, when a transport that
+	// records or replays one said so (SetRecordedElapsed).
+	recorded *time.Duration
+}
+
+// Elapsed is how long after start the response came: the recorded time when a recording or
+// replaying transport gave one, else the local monotonic clock now. A replayed scan must compare
+// two reads of a Lease as far apart as the capture saw them, not as fast as a replay serves them;
+// and the capture's own scan uses the same recorded numbers, so its report and the replay's agree
+// to the millisecond.
+func (d *ServerDate) Elapsed(start time.Time) time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.recorded != nil {
+		return *d.recorded
+	}
+	return time.Since(start)
+}
+
+// SetRecordedElapsed tells the request's ServerDate (WithServerDate), if any, how far into a
+// recorded scan its answer came: the hook for the transports that record and replay scans.
+func SetRecordedElapsed(ctx context.Context, elapsed time.Duration) {
+	if d, ok := ctx.Value(serverDateKey{}).(*ServerDate); ok {
+		d.mu.Lock()
+		d.recorded = &elapsed
+		d.mu.Unlock()
+	}
 }
 
 // Time is the apiserver's time of the last response, zero when none carried a Date header (a

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
+	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -25,6 +27,101 @@ type workloadList func(ctx context.Context, ns string) error
 // failure of the cluster-wide list (after its retries) is an error. It returns the Deployments read
 // and the failures of the namespaces the kruise-manager is looked for in.
 func (col *collector) readControllerWorkloads(ctx context.Context) ([]*appsv1.Deployment, []error) {
+	if deps, ok := col.readNearControllerWorkloads(ctx); ok {
+		return deps, nil
+	}
+	return col.readAllControllerWorkloads(ctx)
+}
+
+// readNearControllerWorkloads is a one-namespace scope's cheaper first read: the workloads of
+// the scope's namespace and of the namespaces the kruise-manager and the Cluster API controller
+// are configured in, listed whole. That is all the checks use of them, unless an object being
+// deleted holds a finalizer whose owner stuck-terminating looks for among every workload (by
+// image, name or container name); that check declares it (snapshot.Reads.AllControllers) and
+// widenControllers then lists them all. The near read is kept only when each installed
+// controller's Deployment is found at its configured place: else it may run anywhere, found by
+// image (kruise.FindManager), and the cluster-wide read answers that. ok is false when the
+// scope is every namespace, the checks declare no reads, a list failed or a controller was not at its place.
+func (col *collector) readNearControllerWorkloads(ctx context.Context) ([]*appsv1.Deployment, bool) {
+	scope := col.namespace()
+	// Without the checks' declaration (Options.Reads) the near read would always be widened.
+	if scope == "" || col.opts.Reads == nil || !col.want[snapshot.InputPods] {
+		return nil, false
+	}
+	set := col.opts.Settings
+	places := map[string]string{} // namespace -> the name of the Deployment that must be there
+	var near []string
+	if col.snap.Installed[GroupKruise] {
+		near = append(near, set.KruiseNamespace)
+	}
+	if col.snap.Installed[GroupClusterAPI] {
+		near = append(near, knowledge.ClusterAPIManager.Namespace)
+	}
+	near = uniq.Of(append(near, scope, set.KruiseNamespace))
+	near = slices.DeleteFunc(near, func(ns string) bool { return ns == "" })
+	var (
+		mu      sync.Mutex
+		deps    []*appsv1.Deployment
+		sets    []*appsv1.StatefulSet
+		daemons []*appsv1.DaemonSet
+	)
+	apps := col.c.Kube.AppsV1()
+	var g errgroup.Group
+	g.SetLimit(col.opts.Concurrency)
+	for _, ns := range near {
+		g.Go(func() error {
+			var d []*appsv1.Deployment
+			if err := lister(col, "deployments", apps.Deployments, func(l *appsv1.DeploymentList) []appsv1.Deployment { return l.Items }, &d)(ctx, ns); err != nil {
+				return err
+			}
+			var s []*appsv1.StatefulSet
+			if err := lister(col, "statefulsets", apps.StatefulSets, func(l *appsv1.StatefulSetList) []appsv1.StatefulSet { return l.Items }, &s)(ctx, ns); err != nil {
+				return err
+			}
+			var ds []*appsv1.DaemonSet
+			if err := lister(col, "daemonsets", apps.DaemonSets, func(l *appsv1.DaemonSetList) []appsv1.DaemonSet { return l.Items }, &ds)(ctx, ns); err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			deps, sets, daemons = append(deps, d...), append(sets, s...), append(daemons, ds...)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, false // the cluster-wide read says what was refused or failed
+	}
+	if col.snap.Installed[GroupKruise] {
+		places[set.KruiseNamespace] = set.KruiseDeployment
+	}
+	if col.snap.Installed[GroupClusterAPI] {
+		if name, dup := places[knowledge.ClusterAPIManager.Namespace]; dup && name != knowledge.ClusterAPIManager.Name {
+			return nil, false // two Deployments wanted in one namespace: keep the check simple
+		}
+		places[knowledge.ClusterAPIManager.Namespace] = knowledge.ClusterAPIManager.Name
+	}
+	for ns, name := range places {
+		if !slices.ContainsFunc(deps, func(d *appsv1.Deployment) bool { return d.Namespace == ns && d.Name == name }) {
+			return nil, false
+		}
+	}
+	col.add(func(s *snapshot.Snapshot) { s.Deployments, s.StatefulSets, s.DaemonSets = deps, sets, daemons })
+	col.nearControllers = true
+	return deps, true
+}
+
+// widenControllers replaces the near read of the controllers' workloads with the cluster-wide
+// one, for the checks that declared they need it.
+func (col *collector) widenControllers(ctx context.Context) {
+	col.nearControllers = false
+	if _, errs := col.readAllControllerWorkloads(ctx); len(errs) > 0 {
+		col.unread(snapshot.InputControllers, fault.Join(errs...))
+	}
+}
+
+// readAllControllerWorkloads reads the controllers' workloads in every namespace when allowed,
+// else in their default namespaces and the scope's (readControllerWorkloads).
+func (col *collector) readAllControllerWorkloads(ctx context.Context) ([]*appsv1.Deployment, []error) {
 	var deps []*appsv1.Deployment
 	var sets []*appsv1.StatefulSet
 	var daemons []*appsv1.DaemonSet

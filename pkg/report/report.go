@@ -70,7 +70,15 @@ type Metadata struct {
 	// ClusterID is the UID of the cluster's kube-system namespace, empty when the scan could not
 	// read it; fix --from-report applies a report only to the cluster it names.
 	ClusterID string `json:"clusterID"`
+	// Source is "bundle" for a report made offline from a capture (scan --from-bundle), which
+	// fix refuses: the cluster may have changed since; empty for a live scan.
+	Source string `json:"source,omitempty"`
+	// CapturedAt is when the capture was taken, the time the report's ages are measured at.
+	CapturedAt *time.Time `json:"capturedAt,omitempty"`
 }
+
+// SourceBundle is Metadata.Source of a report made from a capture.
+const SourceBundle = "bundle"
 
 // Coverage says which checks ran and what they could not read.
 type Coverage struct {

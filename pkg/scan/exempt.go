@@ -147,48 +147,24 @@ func (x metaIndex) find(ref report.ObjectRef) (metav1.Object, bool) {
 // them up). Pods listed metadata-only keep the ignore annotations (Run asks the collector to).
 func indexMeta(s *snapshot.Snapshot) metaIndex {
 	x := metaIndex{snap: s, byUID: map[types.UID]metav1.Object{}, byName: map[string]metav1.Object{}}
-	for _, p := range s.ControllerPods {
-		x.add("Pod", p)
-	}
-	for _, n := range s.Namespaces {
-		x.add("Namespace", n)
-	}
-	for _, n := range s.Nodes {
-		x.add("Node", n)
-	}
+	addAll(x, "Pod", s.ControllerPods)
+	addAll(x, "Namespace", s.Namespaces)
+	addAll(x, "Node", s.Nodes)
 	for _, w := range s.Workloads {
 		x.add(w.Kind, w)
 	}
-	for _, d := range s.Deployments {
-		x.add("Deployment", d)
-	}
-	for _, d := range s.StatefulSets {
-		x.add("StatefulSet", d)
-	}
-	for _, d := range s.DaemonSets {
-		x.add("DaemonSet", d)
-	}
-	for _, rs := range s.ReplicaSets {
-		x.add("ReplicaSet", rs)
-	}
-	for _, ss := range s.SidecarSets {
-		x.add("SidecarSet", ss)
-	}
-	for _, pv := range s.PersistentVolumes {
-		x.add("PersistentVolume", pv)
-	}
-	for _, svc := range s.DeletedServices {
-		x.add("Service", svc)
-	}
-	for _, va := range s.DeletedAttachments {
-		x.add("VolumeAttachment", va)
-	}
+	addAll(x, "Deployment", s.Deployments)
+	addAll(x, "StatefulSet", s.StatefulSets)
+	addAll(x, "DaemonSet", s.DaemonSets)
+	addAll(x, "ReplicaSet", s.ReplicaSets)
+	addAll(x, "SidecarSet", s.SidecarSets)
+	addAll(x, "PersistentVolume", s.PersistentVolumes)
+	addAll(x, "Service", s.DeletedServices)
+	addAll(x, "VolumeAttachment", s.DeletedAttachments)
 	for _, c := range s.Clusters {
 		x.add(c.GetKind(), c)
 	}
-	for _, a := range s.APIServices {
-		x.add("APIService", a)
-	}
+	addAll(x, "APIService", s.APIServices)
 	// Objects being deleted last: a kind read whole above is the better copy.
 	for _, o := range s.Objects {
 		if _, ok := x.byUID[o.Meta.UID]; !ok {
@@ -196,6 +172,13 @@ func indexMeta(s *snapshot.Snapshot) metaIndex {
 		}
 	}
 	return x
+}
+
+// addAll indexes objects of one kind.
+func addAll[T metav1.Object](x metaIndex, kind string, objs []T) {
+	for _, o := range objs {
+		x.add(kind, o)
+	}
 }
 
 // readOwnerReplicaSets reads, when exemption annotations are honoured, the ReplicaSets that own

@@ -5,7 +5,9 @@ package scan
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/discovery"
@@ -46,6 +48,16 @@ type Options struct {
 // decides how fast it serves them. A token bucket (client-go's default 5/s, or even 50/s) would
 // hold a large cluster's candidate reads back by seconds while the apiserver idles.
 func Clients(cfg *rest.Config) (collect.Clients, error) {
+	return clients(cfg, true)
+}
+
+// JSONClients are Clients whose every answer is JSON: what a capture records and a replay
+// serves, so that a bundle's objects are readable and one recording answers every client.
+func JSONClients(cfg *rest.Config) (collect.Clients, error) {
+	return clients(cfg, false)
+}
+
+func clients(cfg *rest.Config, protobuf bool) (collect.Clients, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
 	// The objects input lists every resource, deprecated ones included; the apiserver's
@@ -55,9 +67,15 @@ func Clients(cfg *rest.Config) (collect.Clients, error) {
 	// and the leader Lease's liveness on its reads.
 	cfg.Wrap(collect.RecordServerDate)
 	// Built-in kinds travel as protobuf: smaller on the wire and cheaper to decode than JSON.
+	if !protobuf {
+		// The metadata client asks for protobuf whatever its config says.
+		cfg.Wrap(acceptJSONOnly)
+	}
 	typed := rest.CopyConfig(cfg)
-	typed.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	typed.ContentType = "application/vnd.kubernetes.protobuf"
+	if protobuf {
+		typed.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+		typed.ContentType = "application/vnd.kubernetes.protobuf"
+	}
 	kube, err := kubernetes.NewForConfig(typed)
 	if err != nil {
 		return collect.Clients{}, fmt.Errorf("create client: %w", err)
@@ -76,6 +94,30 @@ func Clients(cfg *rest.Config) (collect.Clients, error) {
 	}
 	return collect.Clients{Kube: kube, Dynamic: dyn, Metadata: meta, Discovery: disc, Timeout: cfg.Timeout}, nil
 }
+
+// acceptJSONOnly strips the protobuf encodings from each request's Accept header, so the
+// apiserver answers JSON.
+func acceptJSONOnly(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		accept := req.Header.Get("Accept")
+		if !strings.Contains(accept, "protobuf") {
+			return rt.RoundTrip(req)
+		}
+		var keep []string
+		for _, t := range strings.Split(accept, ",") {
+			if !strings.Contains(t, "protobuf") {
+				keep = append(keep, strings.TrimSpace(t))
+			}
+		}
+		req = req.Clone(req.Context()) // a RoundTripper must not change the caller's request
+		req.Header.Set("Accept", strings.Join(keep, ","))
+		return rt.RoundTrip(req)
+	})
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // Run collects and checks, returning the normalized report and the snapshot it was built from.
 func Run(ctx context.Context, c collect.Clients, opts Options) (*report.Report, *snapshot.Snapshot, error) {

@@ -18,7 +18,10 @@
 // What it costs: the namespace's lists plus one GET of the object and one per node named
 // (measured in bench/ against scan -A, and in test/e2e why_test.go); two more for a custom
 // resource whose conversion webhook fails (its CRD, then the object at the version it is stored
-// at).
+// at). The Deployments, StatefulSets and DaemonSets are listed in the namespace and where the
+// kruise-manager and the Cluster API controller are configured to run; in every namespace only
+// when something in scope is being deleted, since stuck-terminating then looks for the
+// controller that must finish it among every workload (collect, readNearControllerWorkloads).
 //
 // A cluster-scoped object (a Node, a PersistentVolume, a CRD, a cluster-scoped custom resource)
 // is diagnosed on its own resource, read as `scan -A` reads it (snapshot.Scope.ClusterResources),
@@ -50,6 +53,7 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fault"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/scan"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
 // ErrNotFound is the error of Run when the object does not exist (any more).
@@ -164,11 +168,9 @@ func Run(ctx context.Context, c collect.Clients, t Target, opts scan.Options) (*
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", t, err)
 	}
-	m := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()}}
-	if raw, ok := u.Object["metadata"].(map[string]any); ok {
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &m.ObjectMeta); err != nil {
-			return nil, fmt.Errorf("decode the metadata of %s: %w", t, err)
-		}
+	m, err := metadataOf(t, u)
+	if err != nil {
+		return nil, err
 	}
 	sc := scope{namespace: t.scopeNamespace()}
 	if t.clusterScoped() {
@@ -191,13 +193,42 @@ func Run(ctx context.Context, c collect.Clients, t Target, opts scan.Options) (*
 	if err != nil {
 		return nil, err
 	}
+	res := fromScan(r, snap, t, u, m)
+	res.Namespace, res.ClusterResources = sc.namespace, sc.cluster
+	return res, nil
+}
+
+// FromScan is the diagnosis of the object u from a scan that read it: why --from-bundle replays
+// the whole scan a bundle captured and answers from its report, since a replay can answer only
+// the requests the capture made. namespace names what the scan read, for the answer's text.
+func FromScan(r *report.Report, snap *snapshot.Snapshot, t Target, u *unstructured.Unstructured, namespace string) (*Result, error) {
+	m, err := metadataOf(t, u)
+	if err != nil {
+		return nil, err
+	}
+	res := fromScan(r, snap, t, u, m)
+	res.Namespace = namespace
+	return res, nil
+}
+
+// metadataOf decodes the metadata of u, the object t names.
+func metadataOf(t Target, u *unstructured.Unstructured) (*metav1.PartialObjectMetadata, error) {
+	m := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()}}
+	if raw, ok := u.Object["metadata"].(map[string]any); ok {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &m.ObjectMeta); err != nil {
+			return nil, fmt.Errorf("decode the metadata of %s: %w", t, err)
+		}
+	}
+	return m, nil
+}
+
+func fromScan(r *report.Report, snap *snapshot.Snapshot, t Target, u *unstructured.Unstructured, m *metav1.PartialObjectMetadata) *Result {
 	obj := report.ObjectRef{APIVersion: t.Resource.GroupVersion().String(), Kind: t.Kind, Namespace: m.Namespace, Name: m.Name,
 		UID: string(m.UID), ResourceVersion: m.ResourceVersion}
 	res := Build(r, obj, stateIn(snap, obj, ownState(u, snap.Now)))
-	res.Namespace, res.ClusterResources = sc.namespace, sc.cluster
 	res.Finalizers = finalizers(m)
 	res.Now, res.ClockOffset = snap.Now, snap.ClockOffset
-	return res, nil
+	return res
 }
 
 // crds is where a custom resource's versions are declared.

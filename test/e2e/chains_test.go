@@ -240,16 +240,10 @@ func (e *teEnv) foregroundOnDeadNode(t *testing.T) {
 	}
 	assertNoProtectionRemoval(t, rep)
 
-	// why on each object of the chain gives the scan's verdicts and IDs; on the Deployment it draws
-	// the chain down to the pod, whose finding carries the fix.
+	// why on each object of the chain gives the scan's verdicts and IDs (run.agreed above); on the
+	// Deployment it draws the chain down to the pod, whose finding carries the fix.
 	p := pluginOn(e.c.Kubeconfig)
-	var whyDep *report.Report
-	for _, f := range []report.Finding{dep, rs, pod} {
-		doc := whyAgreesWithScan(t, p, rep, f, "--checks", teCheck, "--min-age", "0s")
-		if f.ID == dep.ID {
-			whyDep = doc
-		}
-	}
+	whyDep := whyAgreesWithScan(t, p, rep, dep, "--checks", teCheck, "--min-age", "0s")
 	whyReadsNodeByName(t, e, pod.Object.Name, ns, chDead)
 	tree := p.why(t, "deploy/web", "-n", ns, "--checks", teCheck, "--min-age", "0s").wantExit(2).stdout
 	t.Logf("why deploy/web -n %s:\n%s", ns, tree)

@@ -192,7 +192,8 @@ func whyFlags(scanArgs []string) []string {
 }
 
 // agreed is the run's report (a scan -o json), once why has agreed with it on every object it
-// found stuck (whyAgreesWithReport).
+// found stuck (whyAgreesWithReport) and a capture of the same scan, scanned offline, has
+// agreed with it too (offlineAgrees).
 func (r *pluginRun) agreed() *report.Report {
 	r.t.Helper()
 	rep := r.report()
@@ -200,6 +201,7 @@ func (r *pluginRun) agreed() *report.Report {
 		r.t.Fatalf("agreed: %v is not a scan", r.args)
 	}
 	whyAgreesWithReport(r.t, r.p, rep, r.args[1:]...)
+	offlineAgrees(r.t, r.p, rep, r.args[1:])
 	return rep
 }
 
@@ -220,10 +222,17 @@ var moving = regexp.MustCompile(`\b[0-9]+(\.[0-9]+)?(ms|s|m|h|d)([0-9]+(\.[0-9]+
 // leader's renew period (2 s for kruise-manager), not on the leader: both say it is alive.
 var renewal = regexp.MustCompile(`^(leader: pod \S+ holds Lease \S+), renewed (during the scan|… before the apiserver's time).*$`)
 
+// refusedPod matches the pod a quoted create refusal names: the ReplicaSet controller generates a
+// new name for every create it retries (k8s.io/kubernetes v1.37.1 pkg/controller/controller_utils.go,
+// RealPodControl.CreatePodsWithGenerateName), so a ReplicaFailure condition read seconds apart
+// quotes another pod for the same refusal.
+var refusedPod = regexp.MustCompile(`pods \\?"[^"\\]+\\?" is forbidden`)
+
 func steady(lines []string) []string {
 	out := make([]string, len(lines))
 	for i, l := range lines {
-		out[i] = renewal.ReplaceAllString(moving.ReplaceAllString(l, "…"), "$1, renewed recently")
+		l = refusedPod.ReplaceAllString(moving.ReplaceAllString(l, "…"), `pods "…" is forbidden`)
+		out[i] = renewal.ReplaceAllString(l, "$1, renewed recently")
 	}
 	return out
 }

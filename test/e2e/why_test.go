@@ -68,10 +68,13 @@ func (e *teEnv) whyOneObject(t *testing.T) {
 	}
 
 	// The same answer in process, every request logged: the namespace's pods, listed there.
-	res, target, _ := whyInProcess(t, e.c, "po", "web-0", ns)
+	res, target, log := whyInProcess(t, e.c, "po", "web-0", ns)
 	if len(res.Report.Findings) != 0 || res.Trees[0].State != "Running" {
 		t.Errorf("in process: findings %v, state %q", res.Report.Findings, res.Trees[0].State)
 	}
+	// Nothing in the namespace is being deleted, so no check looks for a controller elsewhere:
+	// the workloads are listed in the namespace, never in every namespace.
+	workloadLists(t, log, ns, false)
 
 	// What why costs next to the scans it stands in for, measured on this small cluster.
 	for _, c := range []struct {
@@ -143,6 +146,9 @@ func meteredClients(t testing.TB, c *testcluster.Cluster) (*meter, collect.Clien
 func whyReadsNodeByName(t *testing.T, e *teEnv, pod, ns, node string) {
 	t.Helper()
 	_, _, log := whyInProcess(t, e.c, "pod", pod, ns)
+	// The pod is being deleted: who may finish that is looked for among every workload (kwok's
+	// Deployment by its image), so those are listed in every namespace.
+	workloadLists(t, log, ns, true)
 	const leases = "/apis/coordination.k8s.io/v1/namespaces/" + corev1.NamespaceNodeLease + "/leases"
 	if got := log.matching("GET", leases); len(got) > 0 {
 		t.Errorf("why listed the node Leases: %v", got)
@@ -150,6 +156,20 @@ func whyReadsNodeByName(t *testing.T, e *teEnv, pod, ns, node string) {
 	for _, get := range []string{"/api/v1/nodes/" + node, leases + "/" + node} {
 		if got := log.matching("GET", get); len(got) != 1 {
 			t.Errorf("why read %s %d times, want once by name", get, len(got))
+		}
+	}
+}
+
+// workloadLists fails unless why listed the Deployments, StatefulSets and DaemonSets of ns, and
+// of every namespace exactly when all is set.
+func workloadLists(t *testing.T, log *requestLog, ns string, all bool) {
+	t.Helper()
+	for _, r := range []string{"deployments", "statefulsets", "daemonsets"} {
+		if len(log.matching("GET", "/apis/apps/v1/namespaces/"+ns+"/"+r)) == 0 {
+			t.Errorf("why did not list the %s of %s", r, ns)
+		}
+		if got := log.matching("GET", "/apis/apps/v1/"+r); (len(got) > 0) != all {
+			t.Errorf("why listed the %s of every namespace %d times, want them listed: %v", r, len(got), all)
 		}
 	}
 }

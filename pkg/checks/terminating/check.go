@@ -56,12 +56,24 @@ func (check) DeclareReads(s *snapshot.Snapshot) snapshot.Reads {
 		}
 	}
 	var out []types.UID
+	deleting := false
 	for _, p := range s.Pods {
 		if p.DeletionTimestamp != nil || p.Labels[kruise.LabelLifecycleState] == kruise.StatePreparingDelete || claims[p.Namespace] {
 			out = append(out, p.UID)
 		}
+		deleting = deleting || p.DeletionTimestamp != nil || p.Labels[kruise.LabelLifecycleState] == kruise.StatePreparingDelete
 	}
-	return snapshot.Reads{Pods: []snapshot.PodReads{{UIDs: out}}, Nodes: []snapshot.NodeReads{{From: snapshot.NodesOfPods}}}
+	for _, o := range s.Objects {
+		deleting = deleting || (o.Meta != nil && o.Meta.DeletionTimestamp != nil)
+	}
+	for _, n := range s.Namespaces {
+		deleting = deleting || n.DeletionTimestamp != nil
+	}
+	// Any object being deleted may lead to looking for a controller among every workload: a
+	// finalizer's owner by image, name or container name (owners.go), kwok's Deployment by its
+	// image for a pod (kwok.go), the Cluster API controller's version (readd.go).
+	return snapshot.Reads{Pods: []snapshot.PodReads{{UIDs: out}}, Nodes: []snapshot.NodeReads{{From: snapshot.NodesOfPods}},
+		AllControllers: deleting}
 }
 
 // ownInput says whether the objects input holds o only as a copy: pods and namespaces are read

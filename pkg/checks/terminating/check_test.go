@@ -29,6 +29,43 @@ func TestStuckTerminatingPodCandidates(t *testing.T) {
 	}
 }
 
+// TestStuckTerminatingAsksForEveryWorkload: the check asks for the workloads of every namespace
+// exactly when something it judges is being deleted, since only then may it look for a
+// controller among them (the owner of a finalizer, kwok's Deployment).
+func TestStuckTerminatingAsksForEveryWorkload(t *testing.T) {
+	declare := func(w checktest.Cluster, edit func(s *snapshot.Snapshot)) bool {
+		s := w.Snapshot()
+		s.FullPods = nil
+		if edit != nil {
+			edit(s)
+		}
+		s.Index()
+		return New().(checks.ReadDeclarer).DeclareReads(s).AllControllers
+	}
+	w := healthy()
+	w.Pods = []*corev1.Pod{replicaSetPod("running")}
+	if declare(w, nil) {
+		t.Errorf("nothing being deleted, yet every workload asked for")
+	}
+	w.Pods = append(w.Pods, replicaSetPod("deleting", checktest.Deleted(time.Minute, 30)))
+	if !declare(w, nil) {
+		t.Errorf("a pod being deleted, yet the workloads not asked for")
+	}
+	w.Pods = []*corev1.Pod{replicaSetPod("running")}
+	gone := metav1.NewTime(time.Now())
+	if !declare(w, func(s *snapshot.Snapshot) {
+		s.Objects = append(s.Objects, snapshot.Object{Kind: "ConfigMap", Namespaced: true, Meta: &metav1.PartialObjectMetadata{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "held", DeletionTimestamp: &gone, Finalizers: []string{"example.com/f"}}}})
+	}) {
+		t.Errorf("an object being deleted, yet the workloads not asked for")
+	}
+	if !declare(w, func(s *snapshot.Snapshot) {
+		s.Namespaces = append(s.Namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "retired", DeletionTimestamp: &gone}})
+	}) {
+		t.Errorf("a namespace being deleted, yet the workloads not asked for")
+	}
+}
+
 func TestStuckTerminatingFinalizerManagers(t *testing.T) {
 	p := replicaSetPod("p")
 	p.ManagedFields = []metav1.ManagedFieldsEntry{
