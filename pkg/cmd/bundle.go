@@ -119,7 +119,7 @@ func scanBundle(ctx context.Context, b *bundle.Bundle, opts scan.Options) (*repo
 		return nil, nil, err
 	}
 	at := b.Source.CapturedAt
-	opts.Clock = func() time.Time { return at }
+	opts.Clock, opts.At = func() time.Time { return at }, at
 	r, snap, err := scan.Run(ctx, clients, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("scan the bundle: %w", err)

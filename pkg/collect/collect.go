@@ -47,6 +47,10 @@ type Options struct {
 	// Clock is the local clock the snapshot's Now is taken from (default time.Now). Nothing the
 	// cluster timestamps is judged live or dead against it alone (see leases.go).
 	Clock func() time.Time
+	// At, when set, is the instant the snapshot's clock stands at, whatever the answers' Dates
+	// say: a replayed capture is judged at its capture's moment, not at the Date of whichever
+	// recorded answer a replay happens to serve last.
+	At time.Time
 	// LogSince and LogLimitBytes bound the controller logs read.
 	LogSince      time.Duration
 	LogLimitBytes int64
@@ -226,7 +230,7 @@ func (col *collector) bulkLists(ctx context.Context, want map[snapshot.Input]boo
 // index dates the snapshot on the apiserver's clock and indexes what the bulk lists read, for
 // the checks to declare their targeted reads on.
 func (col *collector) index() {
-	col.snap.Now, col.snap.ClockOffset = col.date.Now(col.opts.Clock())
+	col.snap.Now, col.snap.ClockOffset = col.now()
 	col.snap.Index()
 }
 
@@ -335,4 +339,12 @@ func (col *collector) namespace() string {
 		return ""
 	}
 	return col.opts.Scope.Namespace
+}
+
+// now is the scan's clock and its offset from the local one (ServerDate.Now), or Options.At.
+func (col *collector) now() (time.Time, time.Duration) {
+	if !col.opts.At.IsZero() {
+		return col.opts.At, 0
+	}
+	return col.date.Now(col.opts.Clock())
 }

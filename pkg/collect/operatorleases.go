@@ -29,7 +29,7 @@ func (col *collector) readLeaderLeases(ctx context.Context) error {
 	if err != nil {
 		return readErr("list", "coordination.k8s.io/leases in all namespaces", err)
 	}
-	now, _ := col.date.Now(col.opts.Clock())
+	now, _ := col.now()
 	leases := make([]*coordinationv1.Lease, 0, len(l.Items))
 	var holders []string // "namespace/pod"
 	for i := range l.Items {

@@ -36,6 +36,9 @@ type Options struct {
 	PageSize int64
 	// Clock is the local clock (nil: time.Now); only the e2e tests shift it.
 	Clock func() time.Time
+	// At, when set, fixes the scan's clock at that instant (collect.Options.At): a bundle's
+	// capture time.
+	At time.Time
 	// NodesByName reads only the nodes the checks name, one GET each (collect.Options).
 	NodesByName bool
 	// Exemptions, when set, hold back the findings teams accepted (report.Suppressed); nil
@@ -131,7 +134,7 @@ func Run(ctx context.Context, c collect.Clients, opts Options) (*report.Report, 
 		}
 	}
 	snap, err := collect.Collect(ctx, c, collect.Options{
-		Scope: opts.Scope, Settings: opts.Settings, PageSize: opts.PageSize, Clock: opts.Clock, NodesByName: opts.NodesByName,
+		Scope: opts.Scope, Settings: opts.Settings, PageSize: opts.PageSize, Clock: opts.Clock, At: opts.At, NodesByName: opts.NodesByName,
 		PodAnnotations: podAnnotations,
 		Reads:          func(s *snapshot.Snapshot) snapshot.Reads { return checks.DeclareReads(opts.Checks, s) },
 	}, needs)

@@ -73,6 +73,15 @@ func TestForeignCaptures(t *testing.T) {
 		foreignAssert(t, src, stuck, healthy, liveFinding,
 			// A default bundle holds no Leases and no ControllerRevisions.
 			"coordination.k8s.io/leases")
+		// The CLI reads it too: the stuck rollout named, the unread inputs making it exit 1, and
+		// the capture's time explained.
+		run := pluginOn(c.Kubeconfig).offline(t).run(t, []string{"scan", "--from-bundle", dir, "-n", stuck.ns, "--min-age", "0s", "-o", "json"}).wantExit(1)
+		if rep := run.report(); rep.Metadata.Source != report.SourceBundle || len(rep.Findings) == 0 || rep.Findings[0].ID != liveFinding.ID {
+			t.Errorf("scan --from-bundle of the support bundle: source %q, findings:\n%s\nwant %s", rep.Metadata.Source, summaries(rep), liveFinding.ID)
+		}
+		if !strings.Contains(run.stderr, "lower bounds") {
+			t.Errorf("scan --from-bundle does not say how the capture's time was chosen:\n%s", run.stderr)
+		}
 	})
 
 	t.Run("kubectl lists", func(t *testing.T) {
