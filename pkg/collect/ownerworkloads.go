@@ -35,17 +35,18 @@ func (col *collector) readControllerWorkloads(ctx context.Context) ([]*appsv1.De
 
 // readNearControllerWorkloads is a one-namespace scope's cheaper first read: the workloads of
 // the scope's namespace and of the namespaces the kruise-manager and the Cluster API controller
-// are configured in, listed whole. That is all the checks use of them, unless an object being
-// deleted holds a finalizer whose owner stuck-terminating looks for among every workload (by
-// image, name or container name); that check declares it (snapshot.Reads.AllControllers) and
-// widenControllers then lists them all. The near read is kept only when each installed
+// are configured in, listed whole. That is all the checks use of them unless one searches them
+// all: stuck-terminating looks for a finalizer's owner or kwok's controller among every workload
+// (by image, name or container name) and says so on the snapshot (Snapshot.AskAllControllers),
+// and widenControllers then lists them all. The near read is kept only when each installed
 // controller's Deployment is found at its configured place: else it may run anywhere, found by
 // image (kruise.FindManager), and the cluster-wide read answers that. ok is false when the
-// scope is every namespace, the checks declare no reads, a list failed or a controller was not at its place.
+// scope is every namespace, the checks' declarations are not known, a list failed or a
+// controller was not at its place.
 func (col *collector) readNearControllerWorkloads(ctx context.Context) ([]*appsv1.Deployment, bool) {
 	scope := col.namespace()
 	// Without the checks' declaration (Options.Reads) the near read would always be widened.
-	if scope == "" || col.opts.Reads == nil || !col.want[snapshot.InputPods] {
+	if scope == "" || col.opts.Reads == nil || col.opts.AsksAllControllers == nil || !col.want[snapshot.InputPods] {
 		return nil, false
 	}
 	set := col.opts.Settings
@@ -105,15 +106,18 @@ func (col *collector) readNearControllerWorkloads(ctx context.Context) ([]*appsv
 			return nil, false
 		}
 	}
-	col.add(func(s *snapshot.Snapshot) { s.Deployments, s.StatefulSets, s.DaemonSets = deps, sets, daemons })
+	col.add(func(s *snapshot.Snapshot) {
+		s.Deployments, s.StatefulSets, s.DaemonSets, s.ControllersNear = deps, sets, daemons, true
+	})
 	col.nearControllers = true
 	return deps, true
 }
 
 // widenControllers replaces the near read of the controllers' workloads with the cluster-wide
-// one, for the checks that declared they need it.
+// one, for the checks that search them all.
 func (col *collector) widenControllers(ctx context.Context) {
 	col.nearControllers = false
+	col.add(func(s *snapshot.Snapshot) { s.ControllersNear = false })
 	if _, errs := col.readAllControllerWorkloads(ctx); len(errs) > 0 {
 		col.unread(snapshot.InputControllers, fault.Join(errs...))
 	}

@@ -137,6 +137,10 @@ func Run(ctx context.Context, c collect.Clients, opts Options) (*report.Report, 
 		Scope: opts.Scope, Settings: opts.Settings, PageSize: opts.PageSize, Clock: opts.Clock, At: opts.At, NodesByName: opts.NodesByName,
 		PodAnnotations: podAnnotations,
 		Reads:          func(s *snapshot.Snapshot) snapshot.Reads { return checks.DeclareReads(opts.Checks, s) },
+		AsksAllControllers: func(s *snapshot.Snapshot) bool {
+			checks.Run(s, opts.Checks, opts.MinAge)
+			return s.AllControllersAsked()
+		},
 	}, needs)
 	if err != nil {
 		return nil, nil, err

@@ -251,3 +251,16 @@ func ControllerOf(meta metav1.Object) *metav1.OwnerReference {
 	}
 	return nil
 }
+
+// AskAllControllers records that a check searches the Deployments, StatefulSets and DaemonSets
+// of every namespace (a finalizer's owner, kwok's controller) while only the near ones were
+// read (ControllersNear). Checks run one at a time (checks.Run), so a plain field serves.
+func (s *Snapshot) AskAllControllers() {
+	if s.ControllersNear {
+		s.allControllersAsked = true
+	}
+}
+
+// AllControllersAsked says whether a check run on the snapshot searched every namespace's
+// controller workloads while only the near ones were read.
+func (s *Snapshot) AllControllersAsked() bool { return s.allControllersAsked }

@@ -20,9 +20,6 @@ type Reads struct {
 	// Nodes are read last, on the pods read in full. A scan that lists every node has them
 	// already; one that reads nodes by name (Snapshot.NodesByName) reads these and no other.
 	Nodes []NodeReads
-	// AllControllers asks for the Deployments, StatefulSets and DaemonSets of every namespace,
-	// which a one-namespace scope otherwise reads only where it needs them.
-	AllControllers bool
 }
 
 // NodeReads names nodes to read, with their heartbeat Leases: From is asked on the snapshot
@@ -67,7 +64,6 @@ func (r *Reads) Add(o Reads) {
 	r.Revisions = append(r.Revisions, o.Revisions...)
 	r.ReplicaSets = append(r.ReplicaSets, o.ReplicaSets...)
 	r.Nodes = append(r.Nodes, o.Nodes...)
-	r.AllControllers = r.AllControllers || o.AllControllers
 }
 
 // NodesDue returns the node names the declaration names on s, each once, sorted.

@@ -217,6 +217,12 @@ type Snapshot struct {
 	// ControllerNamespaces are the only namespaces whose Deployments, StatefulSets and DaemonSets
 	// were listed, when the cluster-wide lists were refused; nil when every namespace was listed.
 	ControllerNamespaces []string
+	// ControllersNear says the Deployments, StatefulSets and DaemonSets were listed only in the
+	// namespaces a one-namespace scope needs them from (its own and the controllers' configured
+	// ones). A check that searches them all says so (AskAllControllers) and the collector lists
+	// them in every namespace before the checks run for the report.
+	ControllersNear     bool
+	allControllersAsked bool
 	// ControllerPods are the pods of the controllers' Deployments (to find leaders).
 	ControllerPods []*corev1.Pod
 	Workloads      []*kruise.Workload

@@ -20,8 +20,9 @@
 // resource whose conversion webhook fails (its CRD, then the object at the version it is stored
 // at). The Deployments, StatefulSets and DaemonSets are listed in the namespace and where the
 // kruise-manager and the Cluster API controller are configured to run; in every namespace only
-// when something in scope is being deleted, since stuck-terminating then looks for the
-// controller that must finish it among every workload (collect, readNearControllerWorkloads).
+// when a check searched them all on what was read (stuck-terminating looking for the controller
+// that must remove a finalizer, or for kwok's: collect, Options.AsksAllControllers). A pod on a
+// node that stopped heartbeating needs none of them.
 //
 // A cluster-scoped object (a Node, a PersistentVolume, a CRD, a cluster-scoped custom resource)
 // is diagnosed on its own resource, read as `scan -A` reads it (snapshot.Scope.ClusterResources),

@@ -53,6 +53,10 @@ func (e *teEnv) finalizerOwnerNotFound(t *testing.T) {
 			t.Errorf("a finding claims an owner missing or offers a write: %s %s %v", other.RootCause.ID, other.Object, other.Fixes)
 		}
 	}
+	// The verdict rests on the workloads of other namespaces (the DaemonSet in agents): why on
+	// the pod lists them in every namespace, as the check searched them all.
+	_, _, log := whyInProcess(t, e.c, "pod", pod.Name, ns)
+	workloadLists(t, log, ns, true)
 
 	// The owners do their cleanup and remove their finalizers: the deletion completes.
 	e.removeFinalizer(t, pod, "manager", "widgets.example.com/cleanup")

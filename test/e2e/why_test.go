@@ -146,9 +146,9 @@ func meteredClients(t testing.TB, c *testcluster.Cluster) (*meter, collect.Clien
 func whyReadsNodeByName(t *testing.T, e *teEnv, pod, ns, node string) {
 	t.Helper()
 	_, _, log := whyInProcess(t, e.c, "pod", pod, ns)
-	// The pod is being deleted: who may finish that is looked for among every workload (kwok's
-	// Deployment by its image), so those are listed in every namespace.
-	workloadLists(t, log, ns, true)
+	// The pod waits for a kubelet that stopped heartbeating: no verdict rests on a controller
+	// found in another namespace, so the workloads are listed in the pod's namespace only.
+	workloadLists(t, log, ns, false)
 	const leases = "/apis/coordination.k8s.io/v1/namespaces/" + corev1.NamespaceNodeLease + "/leases"
 	if got := log.matching("GET", leases); len(got) > 0 {
 		t.Errorf("why listed the node Leases: %v", got)

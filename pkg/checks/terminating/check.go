@@ -47,6 +47,8 @@ func New() checks.Check {
 // DeclareReads declares the pods whose full objects the check reads: those being deleted, those
 // OpenKruise is preparing to delete (both visible in metadata), and every pod of a namespace
 // where a claim waits for kubernetes.io/pvc-protection (which pods use a claim is in their spec).
+// Whether it searches every namespace's workloads for a controller is known only once it judges
+// (workloads, searched: Snapshot.AskAllControllers).
 func (check) DeclareReads(s *snapshot.Snapshot) snapshot.Reads {
 	claims := map[string]bool{}
 	for _, o := range s.Objects {
@@ -56,24 +58,12 @@ func (check) DeclareReads(s *snapshot.Snapshot) snapshot.Reads {
 		}
 	}
 	var out []types.UID
-	deleting := false
 	for _, p := range s.Pods {
 		if p.DeletionTimestamp != nil || p.Labels[kruise.LabelLifecycleState] == kruise.StatePreparingDelete || claims[p.Namespace] {
 			out = append(out, p.UID)
 		}
-		deleting = deleting || p.DeletionTimestamp != nil || p.Labels[kruise.LabelLifecycleState] == kruise.StatePreparingDelete
 	}
-	for _, o := range s.Objects {
-		deleting = deleting || (o.Meta != nil && o.Meta.DeletionTimestamp != nil)
-	}
-	for _, n := range s.Namespaces {
-		deleting = deleting || n.DeletionTimestamp != nil
-	}
-	// Any object being deleted may lead to looking for a controller among every workload: a
-	// finalizer's owner by image, name or container name (owners.go), kwok's Deployment by its
-	// image for a pod (kwok.go), the Cluster API controller's version (readd.go).
-	return snapshot.Reads{Pods: []snapshot.PodReads{{UIDs: out}}, Nodes: []snapshot.NodeReads{{From: snapshot.NodesOfPods}},
-		AllControllers: deleting}
+	return snapshot.Reads{Pods: []snapshot.PodReads{{UIDs: out}}, Nodes: []snapshot.NodeReads{{From: snapshot.NodesOfPods}}}
 }
 
 // ownInput says whether the objects input holds o only as a copy: pods and namespaces are read

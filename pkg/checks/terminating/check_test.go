@@ -29,40 +29,78 @@ func TestStuckTerminatingPodCandidates(t *testing.T) {
 	}
 }
 
-// TestStuckTerminatingAsksForEveryWorkload: the check asks for the workloads of every namespace
-// exactly when something it judges is being deleted, since only then may it look for a
-// controller among them (the owner of a finalizer, kwok's Deployment).
+// TestStuckTerminatingAsksForEveryWorkload: on a snapshot whose controllers' workloads were read
+// only near a one-namespace scope, the check says it searched every namespace's exactly when a
+// verdict rests on that search (a finalizer's owner looked up by field manager or the
+// known-finalizer table, kwok's controller for a pod whose grace period never ended), and not
+// for a pod on a node that stopped heartbeating (kube-controller-manager v1.37.1 leaves such a
+// pod Terminating: pkg/controller/podgc/gc_controller.go gcTerminating only force-deletes once
+// the node carries the out-of-service taint), nor for an object with nothing to look its owner
+// up by.
 func TestStuckTerminatingAsksForEveryWorkload(t *testing.T) {
-	declare := func(w checktest.Cluster, edit func(s *snapshot.Snapshot)) bool {
+	asks := func(w checktest.Cluster, edit func(s *snapshot.Snapshot)) bool {
 		s := w.Snapshot()
-		s.FullPods = nil
 		if edit != nil {
 			edit(s)
 		}
+		s.ControllersNear = true
 		s.Index()
-		return New().(checks.ReadDeclarer).DeclareReads(s).AllControllers
+		New().Run(s, time.Minute)
+		return s.AllControllersAsked()
 	}
+	deadNode := func(w *checktest.Cluster) {
+		w.Nodes = append(w.Nodes, checktest.Node("node-b", checktest.Ready(corev1.ConditionUnknown, 14*time.Minute)))
+		w.NodeLeases = append(w.NodeLeases, checktest.NodeLease("node-b", 15*time.Minute))
+	}
+	heldBy := func(manager string) func(s *snapshot.Snapshot) {
+		return func(s *snapshot.Snapshot) {
+			s.Objects = append(s.Objects, deletedObject(widgetsGVR, "Widget", "shop", "held", 20*time.Minute, manager, "example.com/cleanup"))
+		}
+	}
+	cases := []struct {
+		name  string
+		world func() checktest.Cluster
+		edit  func(s *snapshot.Snapshot)
+		want  bool
+	}{
+		{name: "nothing being deleted", world: func() checktest.Cluster {
+			w := healthy()
+			w.Pods = []*corev1.Pod{replicaSetPod("running")}
+			return w
+		}},
+		{name: "pod Terminating on a node that stopped heartbeating", world: func() checktest.Cluster {
+			w := healthy()
+			deadNode(&w)
+			w.Pods = []*corev1.Pod{replicaSetPod("target", checktest.OnNode("node-b"), checktest.Deleted(8*time.Minute, 30))}
+			return w
+		}},
+		{name: "pod whose grace period ran out on a Ready node: is kwok's controller its kubelet?", want: true, world: func() checktest.Cluster {
+			w := healthy()
+			w.Pods = []*corev1.Pod{replicaSetPod("target", checktest.Deleted(8*time.Minute, 30))}
+			return w
+		}},
+		{name: "object held by a finalizer a controller added", world: healthy, edit: heldBy("cleanup-operator"), want: true},
+		{name: "object held by a finalizer kubectl added: nothing to look its owner up by", world: healthy, edit: heldBy("kubectl-edit")},
+		{name: "object held by kwok's finalizer: its controller searched by image", world: healthy, want: true,
+			edit: func(s *snapshot.Snapshot) {
+				s.Objects = append(s.Objects, deletedObject(widgetsGVR, "Widget", "shop", "held", 20*time.Minute, "kubectl-edit", kwokFinalizer))
+			}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := asks(c.world(), c.edit); got != c.want {
+				t.Errorf("every namespace's workloads asked for: %v, want %v", got, c.want)
+			}
+		})
+	}
+	// Read in full already (a scan of every namespace): nothing to ask for.
 	w := healthy()
-	w.Pods = []*corev1.Pod{replicaSetPod("running")}
-	if declare(w, nil) {
-		t.Errorf("nothing being deleted, yet every workload asked for")
-	}
-	w.Pods = append(w.Pods, replicaSetPod("deleting", checktest.Deleted(time.Minute, 30)))
-	if !declare(w, nil) {
-		t.Errorf("a pod being deleted, yet the workloads not asked for")
-	}
-	w.Pods = []*corev1.Pod{replicaSetPod("running")}
-	gone := metav1.NewTime(time.Now())
-	if !declare(w, func(s *snapshot.Snapshot) {
-		s.Objects = append(s.Objects, snapshot.Object{Kind: "ConfigMap", Namespaced: true, Meta: &metav1.PartialObjectMetadata{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "held", DeletionTimestamp: &gone, Finalizers: []string{"example.com/f"}}}})
-	}) {
-		t.Errorf("an object being deleted, yet the workloads not asked for")
-	}
-	if !declare(w, func(s *snapshot.Snapshot) {
-		s.Namespaces = append(s.Namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "retired", DeletionTimestamp: &gone}})
-	}) {
-		t.Errorf("a namespace being deleted, yet the workloads not asked for")
+	s := w.Snapshot()
+	heldBy("cleanup-operator")(s)
+	s.Index()
+	New().Run(s, time.Minute)
+	if s.AllControllersAsked() {
+		t.Errorf("every namespace's workloads were read, yet asked for again")
 	}
 }
 

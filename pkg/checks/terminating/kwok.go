@@ -114,13 +114,16 @@ func kwokManages(n *corev1.Node, ctrl *kwokController) (bool, string) {
 func (a *pass) kwokStageNotRun(t *target) (checks.Draft, bool) {
 	p, full := t.pod, t.full
 	hasFin := slices.Contains(p.Finalizers, kwokFinalizer)
+	grace := graceSeconds(p)
+	if !hasFin && grace == 0 {
+		return checks.Draft{}, false // below: neither the finalizer nor a grace period kwok never ended
+	}
 	var node *corev1.Node
 	if full && p.Spec.NodeName != "" {
 		node, _ = a.s.Node(p.Spec.NodeName)
 	}
 	ctrl := a.findKwokController()
 	managed, how := kwokManages(node, ctrl)
-	grace := graceSeconds(p)
 	// kwok's finalizer marks a kwok pod by itself; without it, a kwok node and a grace period
 	// kwok never ended do.
 	if !hasFin && !(managed && grace > 0) {

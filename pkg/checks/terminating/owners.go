@@ -156,17 +156,18 @@ func (a *pass) resolveOwner(subj subject, fin string) finalizerOwner {
 			notes = append(notes, o.Where)
 		}
 	}
-	where, everywhere := a.searched()
-	if locatable && everywhere {
-		o.State = ownerMissing
-		o.Where = "not installed: " + tableLocator(row) + " among " + where + " (listed in full)"
-		return o
-	}
 	o.State = ownerUnknown
 	switch {
 	case locatable:
+		where, everywhere := a.searched()
+		if everywhere {
+			o.State = ownerMissing
+			o.Where = "not installed: " + tableLocator(row) + " among " + where + " (listed in full)"
+			return o
+		}
 		notes = append(notes, tableLocator(row)+" among "+where+", so whether it is installed elsewhere is unknown")
 	case len(candidates) > 0:
+		where, _ := a.searched()
 		notes = append(notes, "no workload named "+orList(candidates)+" or with a container so named among "+where+
 			" (a field manager is named after the writer's binary, not its workload: this does not show the owner is gone)")
 	default:

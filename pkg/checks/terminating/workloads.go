@@ -24,8 +24,10 @@ func (w workload) status() string {
 	return fmt.Sprintf("%s %s/%s: %d/%d available", w.kind, w.meta.GetNamespace(), w.meta.GetName(), w.available, w.want)
 }
 
-// workloads returns every workload the snapshot holds, built once per run.
+// workloads returns every workload the snapshot holds, built once per run. The search is among
+// every namespace's, which a one-namespace scope reads only when asked.
 func (a *pass) workloads() []workload {
+	a.s.AskAllControllers()
 	if a.allWorkloads != nil {
 		return a.allWorkloads
 	}
@@ -53,6 +55,7 @@ func replicas(r *int32) int32 {
 // searched says where the check looked for controllers, and whether that was everywhere: only
 // then does not finding a known controller show it is not installed.
 func (a *pass) searched() (string, bool) {
+	a.s.AskAllControllers()
 	if err, unread := a.s.Unread[snapshot.InputControllers]; unread {
 		return fmt.Sprintf("the workloads that could be read (%v)", err), false
 	}
@@ -111,6 +114,9 @@ func (a *pass) tableDeployments(row knowledge.FinalizerOwner) []*appsv1.Deployme
 // managerWorkloads returns the workloads a field manager may stand for: one named like it, or
 // with a container named like it.
 func (a *pass) managerWorkloads(mgrs []string) []workload {
+	if len(mgrs) == 0 {
+		return nil // nothing to search by: every namespace's workloads are not needed
+	}
 	var out []workload
 	for _, w := range a.workloads() {
 		for _, mgr := range mgrs {
