@@ -36,6 +36,8 @@ type config struct {
 	compare string
 	timeout time.Duration
 	keep    bool
+	// baseline measures kubectl's read of every pod, the figure the scan is compared with.
+	baseline bool
 	// eachCheck also runs the scan with each check alone at each size.
 	eachCheck bool
 	// baselineLimit caps kubectl's address space, in bytes.
@@ -69,6 +71,7 @@ func main() {
 	limitGiB := flag.Float64("baseline-limit", 12, "Address-space cap of the kubectl baseline in GiB (0: none); above it kubectl fails and is reported as such.")
 	flag.IntVar(&cfg.auditCycles, "audit-cycles", 0, "Also run `audit -A --reports none` for this many cycles at each size and report its memory and requests per cycle (0: not).")
 	flag.DurationVar(&cfg.auditInterval, "audit-interval", time.Second, "The auditor's --interval with -audit-cycles.")
+	flag.BoolVar(&cfg.baseline, "baseline", true, "Measure `kubectl get pods -A -o json` as the baseline (at 100k pods about 5 minutes a run); without it the ratios to kubectl are not reported.")
 	flag.BoolVar(&cfg.eachCheck, "each-check", true, "Also run the scan with each check alone at each size (one run each).")
 	flag.BoolVar(&cfg.why, "why", false, "Also measure `why TYPE/NAME` on a stuck pod, a stuck namespace and a frozen CloneSet the warm-up scan found, in the scan's runs.")
 	flag.BoolVar(&cfg.bundle, "bundle", false, "Also measure `capture -A -o FILE.tgz` (time, requests, archive size) and `scan -A --from-bundle FILE.tgz` against the live scan, in the scan's runs.")

@@ -113,6 +113,14 @@ func baselineRuns(r result) (runs []sample, failed bool) {
 	return r.baseline, len(r.baseline) > 0
 }
 
+// unmeasured is cell, or a dash for a baseline figure not measured (-baseline=false).
+func unmeasured(none bool, cell string) string {
+	if none {
+		return "–"
+	}
+	return cell
+}
+
 // bound prefixes a baseline figure that is a lower bound, and a scan/baseline ratio that is then
 // an upper bound.
 func bound(failed bool, sign string) string {
@@ -150,9 +158,10 @@ func writeResults(cfg config, serverVersion string, results []result) error {
 		base, failed := baselineRuns(r)
 		anyFailed = anyFailed || failed
 		fl, fz, ku, sc, raw := median(r.floor, wallOf), median(r.floorGzip, wallOf), median(base, wallOf), median(r.scan, wallOf), median(r.scanRaw, wallOf)
-		w("| %d | %s | %s | %s%s | %s | %s | %s%.3f %s | %.2f %s | %.2f %s | %s |\n", r.pods, secs(fl), secs(fz), bound(failed, ">"), secs(ku), secs(sc), secs(raw),
-			bound(failed, "<"), ratio(sc, ku), boundVerdict(failed, ratio(sc, ku) <= 0.2), ratio(raw, fl), verdict(ratio(raw, fl) <= 3),
-			ratio(sc, fz), verdict(ratio(sc, fz) <= 3), secs(sc/float64(r.pods)*1e4))
+		none := len(base) == 0
+		w("| %d | %s | %s | %s | %s | %s | %s | %.2f %s | %.2f %s | %s |\n", r.pods, secs(fl), secs(fz), unmeasured(none, bound(failed, ">")+secs(ku)), secs(sc), secs(raw),
+			unmeasured(none, fmt.Sprintf("%s%.3f %s", bound(failed, "<"), ratio(sc, ku), boundVerdict(failed, ratio(sc, ku) <= 0.2))),
+			ratio(raw, fl), verdict(ratio(raw, fl) <= 3), ratio(sc, fz), verdict(ratio(sc, fz) <= 3), secs(sc/float64(r.pods)*1e4))
 	}
 	if anyFailed {
 		w("\n`>`: kubectl ran out of memory under the %s address-space cap (`-baseline-limit`) before it finished; its figures are what it used until then, so they are lower bounds and the ratios upper bounds.\n", mib(cfg.baselineLimit))
@@ -161,7 +170,8 @@ func writeResults(cfg config, serverVersion string, results []result) error {
 	var cpus []string
 	for _, r := range results {
 		base, failed := baselineRuns(r)
-		cpus = append(cpus, fmt.Sprintf("%d pods: kubectl %s%s, scan %s", r.pods, bound(failed, ">"), secs(median(base, cpuOf)), secs(median(r.scan, cpuOf))))
+		cpus = append(cpus, fmt.Sprintf("%d pods: kubectl %s, scan %s", r.pods, unmeasured(len(base) == 0, bound(failed, ">")+secs(median(base, cpuOf))),
+			secs(median(r.scan, cpuOf))))
 	}
 	w("%s.\n\n", strings.Join(cpus, "; "))
 
@@ -171,7 +181,9 @@ func writeResults(cfg config, serverVersion string, results []result) error {
 	for _, r := range results {
 		base, failed := baselineRuns(r)
 		ku, sc := median(base, rssOf), median(r.scan, rssOf)
-		w("| %d | %s%s | %s | %s%.3f %s | %s | %s |\n", r.pods, bound(failed, ">"), mib(int64(ku)), mib(int64(sc)), bound(failed, "<"), ratio(sc, ku), boundVerdict(failed, ratio(sc, ku) <= 0.1),
+		none := len(base) == 0
+		w("| %d | %s | %s | %s | %s | %s |\n", r.pods, unmeasured(none, bound(failed, ">")+mib(int64(ku))), mib(int64(sc)),
+			unmeasured(none, fmt.Sprintf("%s%.3f %s", bound(failed, "<"), ratio(sc, ku), boundVerdict(failed, ratio(sc, ku) <= 0.1))),
 			verdict(sc < 300*(1<<20)), mib(int64(sc/float64(r.pods)*1e4)))
 	}
 
@@ -186,10 +198,12 @@ func writeResults(cfg config, serverVersion string, results []result) error {
 		base, failed := baselineRuns(r)
 		kb, sb := median(base, podBytesOf), median(r.scan, podBytesOf)
 		kraw, sraw := float64(r.baselineRaw), median(r.scanRaw, podBytesOf)
-		w("| %d | %s%.0f | %s%s / %s | %.0f | %s | %.0f / %.0f | %s / %s | %s%.3f %s | %.3f %s | %s / %s |\n", r.pods,
-			bound(failed, ">"), median(base, reqOf), bound(failed, ">"), mb(kb), mb(kraw),
+		none := len(base) == 0
+		w("| %d | %s | %s | %.0f | %s | %.0f / %.0f | %s / %s | %s | %s | %s / %s |\n", r.pods,
+			unmeasured(none, fmt.Sprintf("%s%.0f", bound(failed, ">"), median(base, reqOf))), unmeasured(none, bound(failed, ">")+mb(kb)+" / "+mb(kraw)),
 			median(r.scan, reqOf), mb(median(r.scan, bytesOf)), median(r.scan, podListsOf), median(r.scan, podGetsOf),
-			mb(sb), mb(sraw), bound(failed, "<"), ratio(sb, kb), boundVerdict(failed, ratio(sb, kb) <= 0.25), ratio(sraw, kraw), verdict(ratio(sraw, kraw) <= 0.25),
+			mb(sb), mb(sraw), unmeasured(none, fmt.Sprintf("%s%.3f %s", bound(failed, "<"), ratio(sb, kb), boundVerdict(failed, ratio(sb, kb) <= 0.25))),
+			unmeasured(r.baselineRaw == 0, fmt.Sprintf("%.3f %s", ratio(sraw, kraw), verdict(ratio(sraw, kraw) <= 0.25))),
 			mb(median(r.floor, bytesOf)), mb(median(r.floorGzip, bytesOf)))
 	}
 	w("\nThe bulk pod read is one request (a LIST of every pod, metadata-only, streamed); the other pod requests read the full objects of the candidates the checks select.\n")

@@ -222,8 +222,8 @@ func measure(ctx context.Context, cfg config, r *runner, res *result) error {
 	for i := range cfg.runs {
 		steps := []func() error{
 			func() error {
-				if n := len(res.baseline); n > 0 && res.baseline[n-1].failed {
-					return nil // it will not fit the next time either
+				if n := len(res.baseline); !cfg.baseline || n > 0 && res.baseline[n-1].failed {
+					return nil // not asked for, or it will not fit the next time either
 				}
 				b, err := r.baseline(ctx)
 				res.baseline = append(res.baseline, b)
@@ -300,8 +300,10 @@ func measure(ctx context.Context, cfg config, r *runner, res *result) error {
 	}
 	// Uncompressed sizes: kubectl and the scan ask for gzip, so the wire bytes above depend on how
 	// well each payload compresses; these compare the payloads themselves.
-	if res.baselineRaw, err = r.baselineRawBytes(ctx); err != nil {
-		return err
+	if cfg.baseline {
+		if res.baselineRaw, err = r.baselineRawBytes(ctx); err != nil {
+			return err
+		}
 	}
 	if !cfg.eachCheck {
 		return nil
