@@ -25,7 +25,7 @@ type bundleFlags struct {
 }
 
 func (f *bundleFlags) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&f.FromBundle, "from-bundle", "", "Scan a capture offline instead of a cluster: a bundle written by capture (FILE.tgz or its directory). No cluster is contacted.")
+	fs.StringVar(&f.FromBundle, "from-bundle", "", "Scan a capture offline instead of a cluster: a bundle written by capture, a troubleshoot.sh support bundle or a directory of kubectl get outputs (FILE.tgz or a directory). No cluster is contacted.")
 }
 
 // connectionFlags are the flags that choose a cluster; a scan of a bundle contacts none, so
@@ -118,22 +118,32 @@ func scanBundle(ctx context.Context, b *bundle.Bundle, opts scan.Options) (*repo
 	if err != nil {
 		return nil, nil, err
 	}
-	at := b.Source.CapturedAt
-	opts.Clock, opts.At = func() time.Time { return at }, at
+	atCapture(&opts, b)
 	r, snap, err := scan.Run(ctx, clients, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("scan the bundle: %w", err)
 	}
+	stampBundle(r, b)
+	return r, snap, nil
+}
+
+// atCapture makes opts measure ages at the capture's time.
+func atCapture(opts *scan.Options, b *bundle.Bundle) {
+	at := b.Source.CapturedAt
+	opts.Clock, opts.At = func() time.Time { return at }, at
+}
+
+// stampBundle says in r's metadata that it was made from the capture b, and when b was made.
+func stampBundle(r *report.Report, b *bundle.Bundle) {
 	m := &r.Metadata
 	m.Context, m.ClusterID, m.Source = b.Source.Context, b.Source.ClusterID, report.SourceBundle
 	if b.Source.ServerVersion != "" {
 		m.ServerVersion = b.Source.ServerVersion
 	}
-	if !at.IsZero() {
+	if at := b.Source.CapturedAt; !at.IsZero() {
 		t := at.UTC().Truncate(time.Second)
 		m.CapturedAt = &t
 	}
-	return r, snap, nil
 }
 
 // openBundle opens the capture at path and writes what its reader should know (how a foreign

@@ -60,9 +60,13 @@ func (o *WhyOptions) runBundle(cmd *cobra.Command, args []string) error {
 		if err != nil {
 			return fail(err)
 		}
+		atCapture(&opts, b)
 		res, err := why.Run(cmd.Context(), clients, target, opts)
 		if err != nil {
 			return fail(err)
+		}
+		if res.Report != nil {
+			stampBundle(res.Report, b)
 		}
 		return o.print(res)
 	}

@@ -57,12 +57,16 @@ func TestForeignCaptures(t *testing.T) {
 	}
 	stuck.assert(t, live)
 	liveFinding := coreFinding(t, live, "rollout-stalled", stuck.kind, stuck.ns, stuck.name)
+	liveWhy := foreignWhyRun(t, pluginOn(c.Kubeconfig), "", stuck).wantExit(2).report()
+	if len(liveWhy.Findings) == 0 {
+		t.Fatalf("the live why names no finding for %s/%s", stuck.kind, stuck.name)
+	}
 	started := time.Now()
 
 	t.Run("support bundle", func(t *testing.T) {
 		dir := t.TempDir()
 		// An archive unpacks into one directory named after it.
-		writeSupportBundle(t, c, filepath.Join(dir, "support-bundle-2026-11-28T06_50_00"))
+		writeSupportBundle(t, c, filepath.Join(dir, "support-bundle-2026-11-28T06_50_00"), true)
 		src := openForeign(t, dir, source.FormatSupportBundle, started)
 		if want := foreignServerVersion(t, c); src.ServerVersion != want {
 			t.Errorf("server version %q, want %q from cluster-info/cluster_version.json", src.ServerVersion, want)
@@ -70,18 +74,24 @@ func TestForeignCaptures(t *testing.T) {
 		if src.ClusterID == "" {
 			t.Errorf("no cluster ID, though namespaces.json holds kube-system")
 		}
-		foreignAssert(t, src, stuck, healthy, liveFinding,
-			// A default bundle holds no Leases and no ControllerRevisions.
-			"coordination.k8s.io/leases")
-		// The CLI reads it too: the stuck rollout named, the unread inputs making it exit 1, and
-		// the capture's time explained.
-		run := pluginOn(c.Kubeconfig).offline(t).run(t, []string{"scan", "--from-bundle", dir, "-n", stuck.ns, "--min-age", "0s", "-o", "json"}).wantExit(1)
+		// The README's collectors capture every input the checks read here: nothing unread.
+		foreignAssert(t, src, stuck, healthy, liveFinding, "")
+		// The CLI reads it too: the stuck rollout named, exit 2 for it, and the capture's time
+		// explained.
+		run := pluginOn(c.Kubeconfig).offline(t).run(t, []string{"scan", "--from-bundle", dir, "-n", stuck.ns, "--min-age", "0s", "-o", "json"}).wantExit(2)
 		if rep := run.report(); rep.Metadata.Source != report.SourceBundle || len(rep.Findings) == 0 || rep.Findings[0].ID != liveFinding.ID {
 			t.Errorf("scan --from-bundle of the support bundle: source %q, findings:\n%s\nwant %s", rep.Metadata.Source, summaries(rep), liveFinding.ID)
 		}
 		if !strings.Contains(run.stderr, "lower bounds") {
 			t.Errorf("scan --from-bundle does not say how the capture's time was chosen:\n%s", run.stderr)
 		}
+		foreignWhy(t, c, dir, stuck, liveWhy, 2)
+
+		// Without the runPod collectors (clusterInfo and clusterResources alone) the
+		// ControllerRevisions, APIServices and admission policies are not in it: unread.
+		bare := t.TempDir()
+		writeSupportBundle(t, c, filepath.Join(bare, "support-bundle-2026-11-28T06_51_00"), false)
+		foreignAssert(t, openForeign(t, bare, source.FormatSupportBundle, started), stuck, healthy, liveFinding, "apps/controllerrevisions")
 	})
 
 	t.Run("kubectl lists", func(t *testing.T) {
@@ -92,13 +102,7 @@ func TestForeignCaptures(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("kubectl %s: exit %d\n%s", strings.Join(args, " "), code, errOut)
 			}
-			path := filepath.Join(dir, file)
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, []byte(out), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			writeCaptureFile(t, filepath.Join(dir, file), []byte(out))
 		}
 		for _, s := range []*coreScenario{stuck, healthy} {
 			kubectlGet(filepath.Join(s.ns, "workloads.yaml"), "get", "deployments,replicasets,pods", "-n", s.ns, "-o", "yaml")
@@ -111,6 +115,9 @@ func TestForeignCaptures(t *testing.T) {
 		kubectlGet("cluster/namespaces.yaml", "get", "namespaces", "-o", "yaml")
 		src := openForeign(t, dir, source.FormatKubectlLists, started)
 		foreignAssert(t, src, stuck, healthy, liveFinding, "coordination.k8s.io/leases")
+		// These lists lack inputs the checks detect from (Leases): why names the finding all the
+		// same and exits 1, as scan does.
+		foreignWhy(t, c, dir, stuck, liveWhy, 1)
 	})
 }
 
@@ -183,10 +190,43 @@ func foreignAssert(t *testing.T, src *source.Source, stuck, healthy *coreScenari
 	foreignUnread(t, rep, src.Format, want)
 }
 
+// foreignWhyRun runs `why KIND/NAME` on the stuck object, from the capture in dir when dir is set.
+func foreignWhyRun(t *testing.T, p plugin, dir string, stuck *coreScenario) *pluginRun {
+	t.Helper()
+	args := []string{"why", stuck.kind + "/" + stuck.name, "-n", stuck.ns, "--min-age", "0s", "-o", "json"}
+	if dir != "" {
+		args = append(args, "--from-bundle", dir)
+	}
+	return p.run(t, args)
+}
+
+// foreignWhy runs `why --from-bundle` on the capture in dir without a cluster: the live why's
+// finding and root cause, exit code as the capture's coverage makes it.
+func foreignWhy(t *testing.T, c *testcluster.Cluster, dir string, stuck *coreScenario, live *report.Report, code int) {
+	t.Helper()
+	rep := foreignWhyRun(t, pluginOn(c.Kubeconfig).offline(t), dir, stuck).wantExit(code).report()
+	if len(rep.Findings) == 0 || rep.Findings[0].ID != live.Findings[0].ID || rep.Findings[0].RootCause.ID != live.Findings[0].RootCause.ID {
+		t.Errorf("why --from-bundle %s:\n%swant %s %s", dir, summaries(rep), live.Findings[0].ID, live.Findings[0].RootCause.ID)
+	}
+	if rep.Metadata.Source != report.SourceBundle {
+		t.Errorf("why --from-bundle: source %q", rep.Metadata.Source)
+	}
+}
+
 // foreignUnread checks that the scan could not vouch for what it did not find: inputs the
-// capture lacks are unread, each saying it is not in the capture, want among them.
+// capture lacks are unread, each saying it is not in the capture, want among them. With want
+// empty, the capture holds every input: the scan looked everywhere.
 func foreignUnread(t *testing.T, rep *report.Report, format source.Format, want string) {
 	t.Helper()
+	if want == "" {
+		if !rep.Coverage.Looked() {
+			t.Errorf("the offline scan did not look: %s", rep.Coverage.Blindness())
+		}
+		for _, u := range rep.Coverage.Unread {
+			t.Errorf("unread %s: %s", u.Input, u.Reason)
+		}
+		return
+	}
 	if rep.Coverage.Looked() {
 		t.Fatalf("the offline scan claims it looked everywhere: coverage %+v", rep.Coverage)
 	}
@@ -209,10 +249,10 @@ func foreignServerVersion(t *testing.T, c *testcluster.Cluster) string {
 	return v.GitVersion
 }
 
-// supportBundleResources are what troubleshoot's clusterResources collector lists, by the names
-// it writes them under (replicatedhq/troubleshoot pkg/constants/constants.go,
-// pkg/collect/cluster_resources.go CollectClusterResources.Collect), less the Leases: what a
-// default bundle holds of what the checks read. It never lists ControllerRevisions.
+// supportBundleResources are what troubleshoot's clusterResources collector lists of what the
+// checks read, by the names it writes them under (replicatedhq/troubleshoot v0.133.0
+// pkg/constants/constants.go, pkg/collect/cluster_resources.go CollectClusterResources.Collect;
+// leases since v0.70.3). It lists no ControllerRevisions, APIServices or admission policies.
 var supportBundleResources = map[string]schema.GroupVersionResource{
 	"pods":                              {Version: "v1", Resource: "pods"},
 	"services":                          {Version: "v1", Resource: "services"},
@@ -221,6 +261,7 @@ var supportBundleResources = map[string]schema.GroupVersionResource{
 	"endpoints":                         {Version: "v1", Resource: "endpoints"},
 	"configmaps":                        {Version: "v1", Resource: "configmaps"},
 	"serviceaccounts":                   {Version: "v1", Resource: "serviceaccounts"},
+	"leases":                            {Group: "coordination.k8s.io", Version: "v1", Resource: "leases"},
 	"limitranges":                       {Version: "v1", Resource: "limitranges"},
 	"resource-quota":                    {Version: "v1", Resource: "resourcequotas"},
 	"deployments":                       {Group: "apps", Version: "v1", Resource: "deployments"},
@@ -252,8 +293,8 @@ var supportBundleResources = map[string]schema.GroupVersionResource{
 // clusterInfo collectors do: a list per namespace per namespaced resource, one list per
 // cluster-scoped resource, every namespace's objects of each CRD as an array under
 // custom-resources/<crd name>/<namespace>.json for the namespaces that have some, and
-// cluster-info/cluster_version.json.
-func writeSupportBundle(t *testing.T, c *testcluster.Cluster, dir string) {
+// cluster-info/cluster_version.json; with runPods, what the README's runPod collectors add.
+func writeSupportBundle(t *testing.T, c *testcluster.Cluster, dir string, runPods bool) {
 	t.Helper()
 	ctx := t.Context()
 	dyn := c.Dynamic()
@@ -263,13 +304,7 @@ func writeSupportBundle(t *testing.T, c *testcluster.Cluster, dir string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, raw, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		writeCaptureFile(t, filepath.Join(dir, name), raw)
 	}
 	list := func(gvr schema.GroupVersionResource, ns string) *unstructured.UnstructuredList {
 		t.Helper()
@@ -291,10 +326,8 @@ func writeSupportBundle(t *testing.T, c *testcluster.Cluster, dir string) {
 		write("cluster-resources/"+name+".json", list(gvr, ""))
 	}
 	crds := list(supportBundleResources["custom-resource-definitions"], "")
-	// The collector lists every CRD's objects; the directory is there even when none has any.
-	if err := os.MkdirAll(filepath.Join(dir, "cluster-resources", "custom-resources"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	// The collector lists every CRD's objects and writes only what it found (crsV1): no
+	// custom-resources/ directory when no CRD has objects.
 	for _, crd := range crds.Items {
 		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
 		plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
@@ -320,6 +353,52 @@ func writeSupportBundle(t *testing.T, c *testcluster.Cluster, dir string) {
 	}
 	write("cluster-info/cluster_version.json", map[string]any{"info": v, "string": v.String()})
 	write("version.yaml", map[string]any{"apiVersion": "troubleshoot.sh/v1beta2", "kind": "SupportBundle"})
+	if runPods {
+		writeRunPods(t, c, dir)
+	}
+}
+
+// readmeRunPods are the runPod collectors of the README's SupportBundle spec: each prints one
+// cluster-wide list with `kubectl get --raw`.
+var readmeRunPods = map[string]string{
+	"workloaddoctor-controllerrevisions":               "/apis/apps/v1/controllerrevisions",
+	"workloaddoctor-apiservices":                       "/apis/apiregistration.k8s.io/v1/apiservices",
+	"workloaddoctor-validatingadmissionpolicies":       "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
+	"workloaddoctor-validatingadmissionpolicybindings": "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
+}
+
+// writeRunPods writes what the README's runPod collectors leave in a bundle
+// (replicatedhq/troubleshoot v0.133.0 pkg/collect/run_pod.go): the pod, spec stripped, labelled
+// troubleshoot-role=run-collector (createPodStruct) with the collector's annotations, as
+// <name>/<name>.json (savePodDetails), and its log, what `kubectl get --raw PATH` printed, under
+// cluster-resources/pods/logs/<namespace>/<pod>/<container>.log (runWithoutTimeout,
+// logs.go savePodLogs).
+func writeRunPods(t *testing.T, c *testcluster.Cluster, dir string) {
+	t.Helper()
+	for name, path := range readmeRunPods {
+		out, errOut, code := runKubectl(t, c.Kubeconfig, "get", "--raw", path)
+		if code != 0 {
+			t.Fatalf("kubectl get --raw %s: exit %d\n%s", path, code, errOut)
+		}
+		pod := map[string]any{"metadata": map[string]any{
+			"name": name, "namespace": "workloaddoctor-capture",
+			"labels":      map[string]string{"troubleshoot-role": "run-collector"},
+			"annotations": map[string]string{foreign.AnnotationClusterWideLists: "true"},
+		}, "spec": map[string]any{}, "status": map[string]any{"phase": "Succeeded"}}
+		writeCaptureFile(t, filepath.Join(dir, name, name+".json"), must(json.Marshal(pod)))
+		writeCaptureFile(t, filepath.Join(dir, "cluster-resources", "pods", "logs", "workloaddoctor-capture", name, "kubectl.log"), []byte(out))
+	}
+}
+
+// writeCaptureFile writes one file of a capture, making its directories.
+func writeCaptureFile(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // builtinNamespaced says which of supportBundleResources are namespaced.

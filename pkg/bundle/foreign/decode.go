@@ -19,6 +19,9 @@ import (
 type document struct {
 	items []*unstructured.Unstructured
 	list  bool
+	// typed are the apiVersion and kind of each typed list (a ControllerRevisionList), which
+	// names its resource even when empty.
+	typed [][2]string
 }
 
 // decode reads JSON or YAML (several documents allowed): a List, an array of objects, or objects.
@@ -43,8 +46,12 @@ func decode(data []byte) (document, error) {
 		case map[string]any:
 			if items, ok := v["items"].([]any); ok || isListKind(v) {
 				doc.list = true
+				n := len(doc.items)
 				if err := doc.addItems(items); err != nil {
 					return document{}, err
+				}
+				if apiVersion, kind, ok := typeItems(v, doc.items[n:]); ok {
+					doc.typed = append(doc.typed, [2]string{apiVersion, kind})
 				}
 				continue
 			}
@@ -61,6 +68,24 @@ func isListKind(m map[string]any) bool {
 	kind, _ := m["kind"].(string)
 	_, hasItems := m["items"]
 	return hasItems && strings.HasSuffix(kind, "List")
+}
+
+// typeItems gives the items of a typed list (a ControllerRevisionList, as the apiserver answers a
+// list, e.g. to `kubectl get --raw`) the apiVersion and kind the apiserver leaves out of them.
+func typeItems(list map[string]any, items []*unstructured.Unstructured) (apiVersion, kind string, typed bool) {
+	apiVersion, _ = list["apiVersion"].(string)
+	kind, _ = list["kind"].(string)
+	kind, typed = strings.CutSuffix(kind, "List")
+	if !typed || kind == "" || apiVersion == "" {
+		return "", "", false // kubectl's "List" types its items itself
+	}
+	for _, u := range items {
+		if u.GetKind() == "" && u.GetAPIVersion() == "" {
+			u.SetAPIVersion(apiVersion)
+			u.SetKind(kind)
+		}
+	}
+	return apiVersion, kind, true
 }
 
 func (d *document) addItems(items []any) error {

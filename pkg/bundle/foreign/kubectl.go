@@ -50,22 +50,9 @@ func readKubectlLists(fsys fs.FS) (*store, bool, error) {
 		if err != nil {
 			return fmt.Errorf("read %s: %w", p, err)
 		}
-		doc, err := decode(data)
-		if err != nil {
-			s.warnings = append(s.warnings, fmt.Sprintf("%s skipped: %v", p, err))
-			return nil
+		if f, ok := s.kubectlOutput(p, data); ok {
+			files = append(files, f)
 		}
-		var kept []*unstructured.Unstructured
-		for _, u := range doc.items {
-			if u.GetAPIVersion() != "" && u.GetKind() != "" && u.GetName() != "" {
-				kept = append(kept, u)
-			}
-		}
-		if len(kept) < len(doc.items) {
-			s.warnings = append(s.warnings, fmt.Sprintf("%s: %d entries without apiVersion, kind and name skipped", p, len(doc.items)-len(kept)))
-		}
-		doc.items = kept
-		files = append(files, kubectlFile{name: p, doc: doc})
 		return nil
 	})
 	if err != nil {
@@ -98,6 +85,26 @@ func readKubectlLists(fsys fs.FS) (*store, bool, error) {
 		"where a List holds its objects (in every namespace when they span several), so a resource none was found of is unread")
 	s.finish()
 	return s, found, nil
+}
+
+// kubectlOutput decodes one kubectl output, keeping the entries that are objects.
+func (s *store) kubectlOutput(name string, data []byte) (kubectlFile, bool) {
+	doc, err := decode(data)
+	if err != nil {
+		s.warnings = append(s.warnings, fmt.Sprintf("%s skipped: %v", name, err))
+		return kubectlFile{}, false
+	}
+	var kept []*unstructured.Unstructured
+	for _, u := range doc.items {
+		if u.GetAPIVersion() != "" && u.GetKind() != "" && u.GetName() != "" {
+			kept = append(kept, u)
+		}
+	}
+	if len(kept) < len(doc.items) {
+		s.warnings = append(s.warnings, fmt.Sprintf("%s: %d entries without apiVersion, kind and name skipped", name, len(doc.items)-len(kept)))
+	}
+	doc.items = kept
+	return kubectlFile{name: name, doc: doc}, true
 }
 
 // addKubectlFile adds one file's objects and what its lists cover.

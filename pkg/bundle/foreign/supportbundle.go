@@ -22,7 +22,10 @@ import (
 //	cluster-resources/<resource>-errors.json              what it could not read
 //	cluster-resources/custom-resources/<crd name>/<namespace>.json (and a .yaml link to it);
 //	    a namespace without objects of the CRD gets no file, a cluster-scoped CRD <crd name>.json
-//	cluster-resources/pods/logs/<namespace>/<pod>/<container>.log (-previous.log)
+//	cluster-resources/pods/logs/<namespace>/<pod>/<container>.log (-previous.log): the logs of
+//	    unhealthy pods, of a logs collector's pods (linked from <name>/<pod>/<container>.log),
+//	    and of a runPod collector's pod (its output)
+//	<name>/<name>.json                                    a runPod collector's pod
 //	cluster-info/cluster_version.json
 const (
 	dirClusterResources = "cluster-resources"
@@ -88,6 +91,7 @@ func readSupportBundle(fsys fs.FS) (*store, error) {
 	crds := s.addCRDs()
 	s.readCustomResources(cr, crds)
 	s.readLogs(cr)
+	s.readRunPods(fsys, cr)
 	if err := s.readClusterVersion(fsys); err != nil {
 		return nil, err
 	}
@@ -214,37 +218,53 @@ func (s *store) readErrors(cr fs.FS, name string) {
 	}
 }
 
-// readCustomResources reads custom-resources/<plural>.<group>/<namespace>.json|yaml. Troubleshoot
-// lists each CRD's objects cluster-wide and writes only the namespaces that have some, so a
-// captured CRD without an error recorded was listed in every namespace of the bundle.
+// readCustomResources reads custom-resources/<crd name>/<namespace>.json (a cluster-scoped
+// CRD's in custom-resources/<crd name>.json). Troubleshoot lists every CRD's objects
+// cluster-wide, keeps the namespaces it collects, and writes a file only where there are objects
+// (pkg/collect/cluster_resources.go crsV1: an empty list is skipped), and the directory only
+// when it writes a file or an error (util.go marshalErrors yields nothing for no errors). So a
+// CRD it listed without an error recorded holds no objects where it wrote none, whether or not
+// the directory exists; the namespaces it collected are those it listed pods in.
 func (s *store) readCustomResources(cr fs.FS, crds []crd) {
 	dir := dirCustomResources
-	failed := map[string]bool{}
-	if data, err := fs.ReadFile(cr, path.Join(dir, dirCustomResources+"-errors.json")); err == nil {
-		var errs map[string]any
-		if json.Unmarshal(data, &errs) == nil {
-			for k := range errs {
-				failed[strings.SplitN(k, "/", 2)[0]] = true
-			}
-		}
-		s.readErrors(cr, path.Join(dir, dirCustomResources+"-errors.json"))
-	}
-	listedWhole := isDir(cr, dir)
+	names := map[string]bool{}
 	for _, c := range crds {
-		name := c.gr.Resource + "." + c.gr.Group
+		names[c.gr.Resource+"."+c.gr.Group] = true
+	}
+	failed := map[string]bool{}
+	listed := true
+	errFile := path.Join(dir, dirCustomResources+"-errors.json")
+	if data, err := fs.ReadFile(cr, errFile); err == nil {
+		var errs map[string]any
+		if json.Unmarshal(data, &errs) != nil {
+			listed = false
+		}
+		for k := range errs {
+			// Keyed <crd name> or <crd name>/<namespace>; any other key (crdList, crdClient,
+			// discover ...) is a failure before any CRD was listed.
+			name := strings.SplitN(k, "/", 2)[0]
+			failed[name] = true
+			listed = listed && names[name]
+		}
+		s.readErrors(cr, errFile)
+	}
+	pods := s.resources[schema.GroupResource{Resource: "pods"}]
+	for _, c := range crds {
 		r := s.resources[c.gr]
-		if !listedWhole || failed[name] {
+		if !listed || failed[c.gr.Resource+"."+c.gr.Group] {
 			continue
 		}
 		if !c.namespaced {
 			r.all = true
-			s.readCRFile(cr, path.Join(dir, name), r)
+			s.readCRFile(cr, path.Join(dir, c.gr.Resource+"."+c.gr.Group), r)
 			continue
 		}
-		for _, ns := range s.namespaces {
+		if pods == nil {
+			continue
+		}
+		for ns := range pods.listed {
 			r.listed[ns] = true
 		}
-		r.all = s.namespacesAll
 	}
 	entries, err := fs.ReadDir(cr, dir)
 	if err != nil {
@@ -270,6 +290,78 @@ func (s *store) readCustomResources(cr fs.FS, crds []crd) {
 			seen[ns] = true
 			if s.readCRFile(cr, path.Join(dir, e.Name(), f.Name()), r) && !known {
 				r.listed[ns] = true
+			}
+		}
+	}
+}
+
+// AnnotationClusterWideLists on a runPod collector's pod says that its output is the lists of
+// whole resources, every namespace: the apiserver's answers to cluster-wide paths. Nothing else
+// in a bundle says which path a list answered.
+const AnnotationClusterWideLists = "workloaddoctor.io/cluster-wide-lists"
+
+// listedEverywhere marks the resources of doc's typed lists listed in every namespace.
+func (s *store) listedEverywhere(doc document) {
+	for _, tl := range doc.typed {
+		if gr, ok := s.resourceOfKind(tl[0], tl[1]); ok {
+			s.resource(gr, tl[1], false).all = true // a built-in's or CRD's own scope kept
+		}
+	}
+}
+
+// readRunPods reads what runPod collectors printed as kubectl outputs. A runPod collector saves
+// its pod, spec stripped, as <name>/<name>.json at the bundle's root, labelled
+// troubleshoot-role=run-collector, and its log as that pod's under pods/logs
+// (pkg/collect/run_pod.go createPodStruct, savePodDetails, runWithoutTimeout). A log holding a
+// Kubernetes List counts as a list made by kubectl, and, when the pod is annotated
+// AnnotationClusterWideLists, each typed list in it (`kubectl get --raw
+// /apis/apps/v1/controllerrevisions`) as its resource listed in every namespace, empty or not.
+// Any other log is only a log.
+func (s *store) readRunPods(fsys, cr fs.FS) {
+	entries, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == dirClusterResources {
+			continue
+		}
+		data, err := fs.ReadFile(fsys, path.Join(e.Name(), e.Name()+".json"))
+		if err != nil {
+			continue
+		}
+		var pod struct {
+			Metadata struct {
+				Name, Namespace     string
+				Labels, Annotations map[string]string
+			}
+		}
+		if json.Unmarshal(data, &pod) != nil || pod.Metadata.Labels["troubleshoot-role"] != "run-collector" {
+			continue
+		}
+		logs := path.Join(dirPodLogs, pod.Metadata.Namespace, pod.Metadata.Name)
+		files, _ := fs.ReadDir(cr, logs)
+		for _, f := range files {
+			name := f.Name()
+			if f.IsDir() || !strings.HasSuffix(name, ".log") || strings.HasSuffix(name, "-previous.log") || strings.HasSuffix(name, "-logs-errors.log") {
+				continue
+			}
+			p := path.Join(logs, name)
+			out, err := fs.ReadFile(cr, p)
+			if err != nil {
+				s.warnings = append(s.warnings, fmt.Sprintf("%s/%s not read: %v", dirClusterResources, p, err))
+				continue
+			}
+			if doc, err := decode(out); err != nil || !doc.list {
+				continue // a runPod that prints no list
+			}
+			f, ok := s.kubectlOutput(path.Join(dirClusterResources, p), out)
+			if !ok {
+				continue
+			}
+			s.addKubectlFile(f)
+			if pod.Metadata.Annotations[AnnotationClusterWideLists] == "true" {
+				s.listedEverywhere(f.doc)
 			}
 		}
 	}

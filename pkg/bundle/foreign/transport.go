@@ -298,6 +298,14 @@ func (t *transport) log(req *http.Request, ns, pod string) (*http.Response, erro
 	if !ok {
 		return nil, t.notCaptured(req)
 	}
+	// A logs collector writes the lines with or without the kubelet's timestamps (its
+	// timestamps field): lines without cannot answer a read that wants them; lines with them
+	// answer one that does not once the timestamps are cut.
+	if stamped := timestamped(text); q.Get("timestamps") == "true" && !stamped {
+		return nil, t.notCaptured(req)
+	} else if q.Get("timestamps") != "true" && stamped {
+		text = cutTimestamps(text)
+	}
 	if n, err := strconv.Atoi(q.Get("tailLines")); err == nil && n >= 0 {
 		lines := strings.SplitAfter(text, "\n")
 		if lines[len(lines)-1] == "" {
@@ -309,6 +317,30 @@ func (t *transport) log(req *http.Request, ns, pod string) (*http.Response, erro
 		text = text[:n]
 	}
 	return t.raw(req, http.StatusOK, []byte(text), "text/plain"), nil
+}
+
+// timestamped reports whether every line of a log starts with an RFC 3339 time and a space, as
+// the kubelet writes them when asked for timestamps.
+func timestamped(text string) bool {
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	for _, l := range lines {
+		stamp, _, ok := strings.Cut(l, " ")
+		if _, err := time.Parse(time.RFC3339Nano, stamp); !ok || err != nil {
+			return false
+		}
+	}
+	return text != ""
+}
+
+// cutTimestamps removes the time from the start of each line.
+func cutTimestamps(text string) string {
+	lines := strings.SplitAfter(text, "\n")
+	for i, l := range lines {
+		if _, rest, ok := strings.Cut(l, " "); ok {
+			lines[i] = rest
+		}
+	}
+	return strings.Join(lines, "")
 }
 
 // wantsMeta reports whether the request asks for metadata-only answers, as the metadata client does.
