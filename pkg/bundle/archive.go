@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
+	"syscall"
 	"testing/fstest"
 	"time"
 
@@ -22,45 +24,47 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/report"
 )
 
-// Write writes a bundle to dest: a gzip'd tar, or the same files unpacked when dest ends in a
-// slash or is an existing directory. An existing file is never overwritten; the archive is
-// written to a temporary file beside it and renamed, so a failed capture leaves nothing half
-// written.
-func Write(dest string, m *Manifest, rep *report.Report, rec *Recorder) error {
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
+// Write writes the bundle of the recorded answers to the dest given to NewRecorder: a gzip'd
+// tar, or the same files unpacked into the directory. The bodies are streamed from their files
+// into the archive, or moved into the directory. An existing file is never overwritten, and a
+// failed Write leaves nothing half written: the archive is made in the temporary directory and
+// put in place at the end, the unpacked files written are removed again.
+func (r *Recorder) Write(m *Manifest, rep *report.Report) error {
+	return r.write(m, rep, os.Link)
+}
+
+// write is Write with the hard link made by link, which a test replaces to stand for a
+// filesystem without hard links.
+func (r *Recorder) write(m *Manifest, rep *report.Report, link func(oldname, newname string) error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return r.err
+	}
+	if r.written {
+		return fmt.Errorf("the bundle was written to %s already", r.dest.path)
+	}
 	m.APIVersion, m.Kind = APIVersion, ManifestKind
-	m.Requests, m.Bytes = rec.count, rec.bytes
-	files, err := bundleFiles(m, rep, rec.index, rec.bodies)
+	m.Requests, m.Bytes = len(r.sizes), r.bytes
+	head, err := bundleHead(m, rep, r.index)
 	if err != nil {
 		return err
 	}
-	if info, err := os.Stat(dest); strings.HasSuffix(dest, "/") || err == nil && info.IsDir() {
-		return writeDir(dest, files)
-	} else if err == nil {
-		return fmt.Errorf("%s exists: choose another name, a capture never overwrites a file", dest)
+	bodies := slices.Sorted(maps.Keys(r.sizes))
+	if r.dest.dir {
+		err = r.writeDir(head, bodies, link)
+	} else {
+		err = r.writeArchive(head, bodies, link)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".*")
 	if err != nil {
-		return fmt.Errorf("create the bundle: %w", err)
+		return fmt.Errorf("write %s: %w", r.dest.path, err)
 	}
-	defer os.Remove(tmp.Name()) // after the rename there is nothing left to remove
-	if err := writeTar(tmp, files); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", dest, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", dest, err)
-	}
-	// Link, not rename: a rename would replace a file created at dest meanwhile.
-	if err := os.Link(tmp.Name(), dest); err != nil {
-		return fmt.Errorf("write %s: %w", dest, err)
-	}
+	r.written = true
 	return nil
 }
 
-// bundleFiles lays the bundle out: name -> content, in the order written.
-func bundleFiles(m *Manifest, rep *report.Report, index Index, bodies map[string][]byte) ([]file, error) {
+// bundleHead is what a bundle holds besides the bodies, in the order written.
+func bundleHead(m *Manifest, rep *report.Report, index Index) ([]file, error) {
 	man, err := yaml.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", ManifestFile, err)
@@ -73,16 +77,7 @@ func bundleFiles(m *Manifest, rep *report.Report, index Index, bodies map[string
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", IndexFile, err)
 	}
-	files := []file{{ManifestFile, man}, {ReportFile, append(rj, '\n')}, {IndexFile, append(ij, '\n')}}
-	names := make([]string, 0, len(bodies))
-	for n := range bodies {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		files = append(files, file{ResponsesDir + "/" + n, bodies[n]})
-	}
-	return files, nil
+	return []file{{ManifestFile, man}, {ReportFile, append(rj, '\n')}, {IndexFile, append(ij, '\n')}}, nil
 }
 
 type file struct {
@@ -90,15 +85,43 @@ type file struct {
 	data []byte
 }
 
-func writeTar(w io.Writer, files []file) error {
+// writeArchive writes the archive beside the bodies and puts it at dest.
+func (r *Recorder) writeArchive(head []file, bodies []string, link func(string, string) error) error {
+	tmp := filepath.Join(r.dir, "bundle.tgz") // the bodies are numbered: no clash
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := r.writeTar(f, head, bodies); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return place(tmp, r.dest.path, link)
+}
+
+func (r *Recorder) writeTar(w io.Writer, head []file, bodies []string) error {
 	gz := gzip.NewWriter(w)
 	tw := tar.NewWriter(gz)
 	now := time.Now()
-	for _, f := range files {
-		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.data)), ModTime: now, Typeflag: tar.TypeReg}); err != nil {
+	hdr := func(name string, size int64) *tar.Header {
+		return &tar.Header{Name: name, Mode: 0o644, Size: size, ModTime: now, Typeflag: tar.TypeReg}
+	}
+	for _, f := range head {
+		if err := tw.WriteHeader(hdr(f.name, int64(len(f.data)))); err != nil {
 			return err
 		}
 		if _, err := tw.Write(f.data); err != nil {
+			return err
+		}
+	}
+	for _, name := range bodies {
+		if err := tw.WriteHeader(hdr(ResponsesDir+"/"+name, r.sizes[name])); err != nil {
+			return err
+		}
+		if err := copyFile(tw, filepath.Join(r.dir, name)); err != nil {
 			return err
 		}
 	}
@@ -108,19 +131,93 @@ func writeTar(w io.Writer, files []file) error {
 	return gz.Close()
 }
 
-// writeDir writes the unpacked layout into dir, which must hold no bundle yet.
-func writeDir(dir string, files []file) error {
-	if _, err := os.Stat(filepath.Join(dir, ManifestFile)); err == nil {
-		return fmt.Errorf("%s already holds a bundle: choose another directory, a capture never overwrites one", dir)
+func copyFile(w io.Writer, name string) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
 	}
-	for _, f := range files {
-		p := filepath.Join(dir, filepath.FromSlash(f.name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return fmt.Errorf("write the bundle: %w", err)
+	defer f.Close()
+	_, err = io.Copy(w, f)
+	return err
+}
+
+// writeDir writes the unpacked layout into the directory, bundle.yaml first: of two captures
+// into one directory, the second fails there. On a failure the files written are removed.
+func (r *Recorder) writeDir(head []file, bodies []string, link func(string, string) error) (err error) {
+	var made []string
+	defer func() {
+		if err != nil {
+			for _, p := range slices.Backward(made) {
+				os.Remove(p)
+			}
 		}
-		if err := os.WriteFile(p, f.data, 0o644); err != nil {
-			return fmt.Errorf("write the bundle: %w", err)
+	}()
+	responses := filepath.Join(r.dest.path, ResponsesDir)
+	for _, f := range head {
+		p := filepath.Join(r.dest.path, filepath.FromSlash(f.name))
+		if f.name == IndexFile {
+			if err := os.Mkdir(responses, 0o755); err == nil {
+				made = append(made, responses)
+			} else if !errors.Is(err, fs.ErrExist) {
+				return err
+			}
 		}
+		if err := createExclusive(p, 0o644, func(w io.Writer) error { _, err := w.Write(f.data); return err }); err != nil {
+			return err
+		}
+		made = append(made, p)
+	}
+	for _, name := range bodies {
+		src, dst := filepath.Join(r.dir, name), filepath.Join(responses, name)
+		if err := place(src, dst, link); err != nil {
+			return err
+		}
+		made = append(made, dst)
+		os.Remove(src) // moved: the disk holds each body once
+	}
+	return nil
+}
+
+// place puts the file src at dst, never replacing a file there. A rename would replace one; a
+// hard link fails on it. Where the filesystem has no hard links (link fails with EXDEV, EPERM,
+// ENOTSUP...), dst is created exclusively and src copied into it.
+func place(src, dst string, link func(oldname, newname string) error) error {
+	err := link(src, dst)
+	if err == nil || !noHardLink(err) {
+		return err
+	}
+	info, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	return createExclusive(dst, info.Mode().Perm(), func(w io.Writer) error { return copyFile(w, src) })
+}
+
+// noHardLink says a link failed because the filesystem cannot make one there, not because of
+// what is at the destination.
+func noHardLink(err error) bool {
+	for _, e := range []error{syscall.EXDEV, syscall.EPERM, syscall.ENOTSUP, syscall.EOPNOTSUPP, syscall.EMLINK, syscall.ENOSYS} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// createExclusive creates the file p, which must not exist, and fills it with write; a failure
+// removes what it created.
+func createExclusive(p string, perm fs.FileMode, write func(io.Writer) error) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	err = write(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(p)
+		return err
 	}
 	return nil
 }

@@ -46,8 +46,9 @@ func TestKey(t *testing.T) {
 	}
 }
 
-// record runs requests through a Recorder in front of a server that numbers its answers.
-func record(t *testing.T) (*Recorder, string) {
+// record runs requests through a Recorder for a bundle at dest, in front of a server that
+// numbers its answers.
+func record(t *testing.T, dest string) *Recorder {
 	t.Helper()
 	var n atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -58,7 +59,7 @@ func record(t *testing.T) (*Recorder, string) {
 		fmt.Fprintf(w, `{"kind":"ConfigMapList","apiVersion":"v1","items":[{"metadata":{"name":"cm","namespace":"ns","resourceVersion":"%d"},"data":{"k":"v"}}]}`, n.Add(1))
 	}))
 	t.Cleanup(srv.Close)
-	rec := NewRecorder(srv.URL)
+	rec := newRecorder(t, srv.URL, dest)
 	client := &http.Client{Transport: rec.Wrap(http.DefaultTransport)}
 	for _, p := range []string{"/api/v1/configmaps", "/api/v1/configmaps", "/forbidden"} {
 		var date collect.ServerDate
@@ -75,12 +76,27 @@ func record(t *testing.T) (*Recorder, string) {
 			t.Errorf("%s: the scan measured %s, the bundle keeps %s: a replay would not agree", p, got, want)
 		}
 	}
-	return rec, srv.URL
+	return rec
+}
+
+// newRecorder is NewRecorder, closed when the test ends.
+func newRecorder(t *testing.T, host, dest string) *Recorder {
+	t.Helper()
+	rec, err := NewRecorder(host, dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := rec.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return rec
 }
 
 func TestReplayOrderRepeatAndNotCaptured(t *testing.T) {
-	rec, _ := record(t)
-	rp := NewReplayer(rec.index, func(f string) ([]byte, error) { return rec.bodies[f], nil })
+	rec := record(t, filepath.Join(t.TempDir(), "b.tgz"))
+	rp := NewReplayer(rec.index, rec.body)
 	client := &http.Client{Transport: rp}
 	get := func(p, accept string) (int, string, error) {
 		resp, err := client.Do(request(t, context.Background(), "http://bundle.invalid", p, accept))
@@ -117,17 +133,17 @@ func TestReplayOrderRepeatAndNotCaptured(t *testing.T) {
 }
 
 func TestArchiveRoundTrip(t *testing.T) {
-	rec, _ := record(t)
 	at := time.Date(2026, 11, 28, 7, 0, 0, 123456789, time.UTC)
 	rep := &report.Report{Metadata: report.Metadata{GeneratedAt: at.Truncate(time.Second), ClusterID: "uid-1"}}
 	rep.Normalize()
 	for _, dest := range []string{filepath.Join(t.TempDir(), "b.tgz"), t.TempDir() + "/unpacked/"} {
+		rec := record(t, dest)
 		m := &Manifest{CapturedAt: at, ClusterID: "uid-1", ServerVersion: "v1.37.1", Plan: Plan{Namespace: "ns", Checks: []string{"a"}}}
-		if err := Write(dest, m, rep, rec); err != nil {
+		if err := rec.Write(m, rep); err != nil {
 			t.Fatal(err)
 		}
-		if err := Write(dest, m, rep, rec); err == nil {
-			t.Errorf("%s: a second capture overwrote the first", dest)
+		if _, err := NewRecorder("https://h", dest); err == nil {
+			t.Errorf("%s: a second capture began where the first wrote its bundle", dest)
 		}
 		b, err := Open(dest)
 		if err != nil {

@@ -3,8 +3,11 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/signal"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -48,8 +51,10 @@ only what the scan reads: no Secret, no ConfigMap data, pods as metadata except 
 read in full, at most the controller log lines the checks read. Read a bundle before sharing it:
 object names, labels, annotations, events and log lines are in it.
 
--o must be given, and an existing file is never overwritten. A one-line summary (answers, size,
-inputs not read) goes to stderr. Exit codes: 0 the bundle was written (inputs the scan could not
+-o must be given, and an existing file is never overwritten. Each answer goes to disk as the scan
+reads it, into a temporary directory beside the archive (inside the directory), removed when the
+capture ends, however it ends: a capture needs the memory scan needs, and on disk the answers
+unpacked plus the archive. A one-line summary (answers, size, inputs not read) goes to stderr. Exit codes: 0 the bundle was written (inputs the scan could not
 read are in bundle.yaml and the summary, and a scan of the bundle reports them unread); 1 it was
 not.`,
 		Example: `  # Capture every namespace, then scan it elsewhere, later
@@ -88,12 +93,23 @@ func (o *CaptureOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	// Ctrl-C cancels the scan, and the answers recorded so far are removed (rec.Close).
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	began := time.Now()
 	cfg, err := o.config.ToRESTConfig()
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("read kubeconfig: %w", err)}
 	}
-	rec := bundle.NewRecorder(cfg.Host)
+	rec, err := bundle.NewRecorder(cfg.Host, o.Output)
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	defer func() {
+		if err := rec.Close(); err != nil {
+			fmt.Fprintf(o.ErrOut, "warning: %v\n", err)
+		}
+	}()
 	cfg.Wrap(rec.Wrap)
 	clients, err := scan.JSONClients(cfg)
 	if err != nil {
@@ -110,7 +126,7 @@ func (o *CaptureOptions) Run(ctx context.Context) error {
 		CapturedAt: snap.Now, ServerVersion: snap.ServerVersion, ClusterID: r.Metadata.ClusterID, Context: o.opts.Context,
 		Plan: planOf(o.opts, o.MinAge), Unread: inputNotes(snap.Unread, error.Error), Limits: inputNotes(snap.Limits, func(s string) string { return s }),
 	}
-	if err := bundle.Write(o.Output, m, r, rec); err != nil {
+	if err := rec.Write(m, r); err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
 	fmt.Fprintf(o.ErrOut, "captured %d answers (%s) in %s into %s; %s\n", m.Requests, byteSize(m.Bytes),

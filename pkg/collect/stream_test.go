@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"reflect"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -80,12 +82,18 @@ func TestDecodeMetaPage(t *testing.T) {
 
 func TestDecodeMetaPageRejectsTruncatedStreams(t *testing.T) {
 	pb := encodedList(t, testList(3, ""))
-	for _, cut := range []int{len(pb) - 1, len(pb) / 2, len(protolist.Magic) + 3} {
-		var item metav1.ObjectMeta
-		n := 0
-		err := decodeMetaPage(bytes.NewReader(pb[:cut]), &item, nil, func(*metav1.ListMeta) {}, func(*metav1.ObjectMeta) { n++ })
-		if err == nil {
-			t.Errorf("cut at %d of %d: no error (%d items)", cut, len(pb), n)
+	js, err := json.Marshal(testList(3, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range [][]byte{pb, js} {
+		for _, cut := range []int{len(body) - 1, len(body) / 2, len(protolist.Magic) + 3} {
+			var item metav1.ObjectMeta
+			n := 0
+			err := decodeMetaPage(bytes.NewReader(body[:cut]), &item, nil, func(*metav1.ListMeta) {}, func(*metav1.ObjectMeta) { n++ })
+			if err == nil {
+				t.Errorf("cut at %d of %d: no error (%d items)", cut, len(body), n)
+			}
 		}
 	}
 }
@@ -134,5 +142,58 @@ func TestDecodePodPageKeepsOnlyWantedPods(t *testing.T) {
 				t.Errorf("kept %+v, want pods p1 and p3 whole", got)
 			}
 		})
+	}
+}
+
+// splitReader serves a body in two reads, calling at just before it serves the second.
+type splitReader struct {
+	first, rest []byte
+	at          func()
+	served      int
+}
+
+func (r *splitReader) Read(p []byte) (int, error) {
+	switch r.served {
+	case 0:
+		r.served++
+		return copy(p, r.first), nil // the whole first part fits the decoder's buffer
+	case 1:
+		r.served++
+		r.at()
+	}
+	n := copy(p, r.rest)
+	r.rest = r.rest[n:]
+	if n == 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// TestDecodeJSONPageItemByItem: a JSON page is handed on as it arrives, as a protobuf one is:
+// the list metadata (whose continue token opens the next page) and the first item are handed on
+// before the rest of the body is read. A capture's clients read JSON, and an unpaged list of 100k
+// pods is hundreds of MB of it.
+func TestDecodeJSONPageItemByItem(t *testing.T) {
+	js, err := json.Marshal(testList(3, "next-page"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := bytes.Index(js, []byte(`{"metadata":{"name":"web-1"`))
+	if cut < 0 {
+		t.Fatalf("no second item in %s", js)
+	}
+	var seen []string
+	var atCut []string
+	body := &splitReader{first: js[:cut], rest: js[cut:], at: func() { atCut = slices.Clone(seen) }}
+	var item metav1.ObjectMeta
+	if err := decodeMetaPage(body, &item, nil, func(l *metav1.ListMeta) { seen = append(seen, "continue "+l.Continue) },
+		func(m *metav1.ObjectMeta) { seen = append(seen, m.Name) }); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"continue next-page", "web-0"}; !slices.Equal(atCut, want) {
+		t.Errorf("before the rest of the body was read, %v was handed on, want %v", atCut, want)
+	}
+	if want := []string{"continue next-page", "web-0", "web-1", "web-2"}; !slices.Equal(seen, want) {
+		t.Errorf("handed on %v, want %v", seen, want)
 	}
 }

@@ -55,7 +55,12 @@ type captured struct {
 // measured ages at the capture's time. Only metadata.source and capturedAt are added.
 func captureAndReplay(t testing.TB, p plugin, scanArgs []string) captured {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "bundle.tgz")
+	return captureAndReplayAt(t, p, scanArgs, filepath.Join(t.TempDir(), "bundle.tgz"))
+}
+
+// captureAndReplayAt is captureAndReplay into path: an archive, or a directory (ending in /).
+func captureAndReplayAt(t testing.TB, p plugin, scanArgs []string, path string) captured {
+	t.Helper()
 	began := time.Now()
 	p.run(t, captureArgs(scanArgs, path)).wantExit(0)
 	took := time.Since(began)

@@ -2,9 +2,12 @@ package e2e
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"io"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,21 +38,8 @@ func TestCaptureAndScanOffline(t *testing.T) {
 		StringData: map[string]string{"password": secretValue}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// An operator creates its object with its finalizer, and is gone when the object is deleted:
-	// the apiserver only sets deletionTimestamp while a finalizer is left
-	// (k8s.io/apiserver v1.37.1 pkg/registry/generic/registry/store.go, Store.Delete and
-	// updateForGracefulDeletionAndFinalizers).
-	installLooseCRD(t, c, "example.com", "Widget", "widgets")
+	stuckWidget(t, c, ns, "cart")
 	widgets := c.Dynamic().Resource(teWidgets).Namespace(ns)
-	if _, err := widgets.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "example.com/v1", "kind": "Widget",
-		"metadata": map[string]any{"name": "cart", "finalizers": []any{"example.com/protect"}},
-	}}, metav1.CreateOptions{FieldManager: "widget-operator"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := widgets.Delete(ctx, "cart", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	wd := pluginOn(c.Kubeconfig)
 	args := []string{"-n", ns, "--checks", teCheck, "--min-age", "0s", "--fail-on", "warning", "-o", "json"}
 	live := wd.scan(t, args...).wantExit(2).report()
@@ -204,6 +194,100 @@ func TestCaptureAndScanOffline(t *testing.T) {
 			t.Errorf("the existing bundle changed: %v", err)
 		}
 	})
+}
+
+// stuckWidget leaves the Widget (a custom resource) name in ns Terminating on a finalizer
+// nobody removes. An operator creates its object with its finalizer, and is gone when the object
+// is deleted: the apiserver only sets deletionTimestamp while a finalizer is left
+// (k8s.io/apiserver v1.37.1 pkg/registry/generic/registry/store.go, Store.Delete and
+// updateForGracefulDeletionAndFinalizers).
+func stuckWidget(t *testing.T, c *testcluster.Cluster, ns, name string) {
+	t.Helper()
+	ctx := t.Context()
+	installLooseCRD(t, c, "example.com", "Widget", "widgets")
+	widgets := c.Dynamic().Resource(teWidgets).Namespace(ns)
+	if _, err := widgets.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": name, "finalizers": []any{"example.com/protect"}},
+	}}, metav1.CreateOptions{FieldManager: "widget-operator"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := widgets.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCaptureIntoADirectory: `capture -o DIR/` writes the bundle unpacked, and scan
+// --from-bundle DIR reports what scan --from-bundle FILE.tgz reports of a capture of the same
+// state. Neither capture leaves anything beside its bundle (the answers are recorded into a
+// temporary directory that is gone once the bundle is written), and a second capture into the
+// directory fails and leaves the bundle there as it was.
+func TestCaptureIntoADirectory(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Options{ControllerManager: true})
+	const ns = "bd-dir"
+	createNamespace(t, c, ns)
+	stuckWidget(t, c, ns, "cart")
+	wd := pluginOn(c.Kubeconfig)
+	args := []string{"-n", ns, "--checks", teCheck, "--min-age", "0s", "--fail-on", "warning", "-o", "json"}
+	archive := captureAndReplay(t, wd, args)
+	parent := t.TempDir()
+	dir := captureAndReplayAt(t, wd, args, filepath.Join(parent, "bundle")+"/")
+
+	a, d := teFind(t, archive.offline, "Widget", "cart"), teFind(t, dir.offline, "Widget", "cart")
+	if a.ID != d.ID || a.RootCause.ID != d.RootCause.ID {
+		t.Errorf("from the directory: finding %s %s, from the archive %s %s", d.ID, d.RootCause.ID, a.ID, a.RootCause.ID)
+	}
+	for _, problem := range liveDiffers(archive.offline, dir.offline) {
+		t.Errorf("the directory's scan differs from the archive's: %s", problem)
+	}
+
+	// The directory holds bundle.yaml, report.json, the index and the answers it names; nothing
+	// else, here or beside the archive.
+	files := dirFiles(t, parent)
+	want := []string{"bundle/" + bundle.ManifestFile, "bundle/" + bundle.ReportFile, "bundle/" + bundle.IndexFile}
+	for _, answers := range dir.bundle.Index {
+		for _, r := range answers {
+			want = append(want, "bundle/"+bundle.ResponsesDir+"/"+r.File)
+		}
+	}
+	if slices.Sort(want); !slices.Equal(slices.Sorted(maps.Keys(files)), want) {
+		t.Errorf("the capture's directory holds %v, want %v", slices.Sorted(maps.Keys(files)), want)
+	}
+	if len(want) != dir.bundle.Manifest.Requests+3 {
+		t.Errorf("bundle.yaml counts %d answers, the index names %d", dir.bundle.Manifest.Requests, len(want)-3)
+	}
+	if beside := slices.Sorted(maps.Keys(dirFiles(t, filepath.Dir(archive.path)))); !slices.Equal(beside, []string{filepath.Base(archive.path)}) {
+		t.Errorf("beside the archive: %v", beside)
+	}
+
+	run := wd.run(t, captureArgs(args, dir.path)).wantExit(1)
+	if !strings.Contains(run.stderr, "already holds a bundle") {
+		t.Errorf("a capture into a directory holding a bundle says:\n%s", run.stderr)
+	}
+	if after := dirFiles(t, parent); !maps.EqualFunc(files, after, bytes.Equal) {
+		t.Error("a second capture into the directory changed its files")
+	}
+}
+
+// dirFiles reads every file below dir, by slash path relative to it.
+func dirFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		files[filepath.ToSlash(rel)], err = os.ReadFile(p)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }
 
 func must(b []byte, err error) []byte {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -129,7 +130,7 @@ func crdOf(u *unstructured.Unstructured) (crd, bool) {
 			c.versions = append(c.versions, name)
 		}
 	}
-	if v, _, _ := unstructured.NestedString(u.Object, "spec", "version"); v != "" && !contains(c.versions, v) {
+	if v, _, _ := unstructured.NestedString(u.Object, "spec", "version"); v != "" && !slices.Contains(c.versions, v) {
 		c.versions = append(c.versions, v) // apiextensions.k8s.io/v1beta1
 	}
 	sort.SliceStable(c.versions, func(i, j int) bool {

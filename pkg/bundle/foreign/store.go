@@ -1,7 +1,7 @@
 package foreign
 
 import (
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,7 +39,7 @@ func (r *resource) add(u *unstructured.Unstructured) {
 }
 
 func (r *resource) addVersion(v string) {
-	if v != "" && !contains(r.versions, v) {
+	if v != "" && !slices.Contains(r.versions, v) {
 		r.versions = append(r.versions, v)
 	}
 }
@@ -103,7 +103,7 @@ func (s *store) covers(r *resource, ns string, exclude map[string]bool) bool {
 	if ns != "" {
 		// A namespace the capture's complete namespace list lacks did not exist: the apiserver
 		// would have answered an empty list there too.
-		return r.listed[ns] || s.namespacesAll && len(s.namespaces) > 0 && !contains(s.namespaces, ns)
+		return r.listed[ns] || s.namespacesAll && len(s.namespaces) > 0 && !slices.Contains(s.namespaces, ns)
 	}
 	if !s.namespacesAll || len(s.namespaces) == 0 {
 		return false
@@ -172,24 +172,6 @@ func (s *store) newest() time.Time {
 }
 
 // sortedNames returns the keys of m, sorted.
-func sortedNames[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // groupVersion splits an apiVersion into group and version.
 func groupVersion(apiVersion string) (group, version string) {
 	if g, v, ok := strings.Cut(apiVersion, "/"); ok {

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -209,7 +211,7 @@ func (s *store) readErrors(cr fs.FS, name string) {
 			msgs = append(msgs, fmt.Sprint(m))
 		}
 	case map[string]any:
-		for _, k := range sortedNames(e) {
+		for _, k := range slices.Sorted(maps.Keys(e)) {
 			msgs = append(msgs, fmt.Sprintf("%s: %v", k, e[k]))
 		}
 	}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -124,7 +126,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // lookup finds the resource served at gv, or nil.
 func (t *transport) lookup(gv schema.GroupVersion, res string) *resource {
 	for _, r := range t.served {
-		if r.group == gv.Group && r.name == res && contains(r.versions, gv.Version) {
+		if r.group == gv.Group && r.name == res && slices.Contains(r.versions, gv.Version) {
 			return r
 		}
 	}
@@ -176,7 +178,7 @@ func containsGV(list []metav1.GroupVersionForDiscovery, gv metav1.GroupVersionFo
 func (t *transport) resourceList(gv schema.GroupVersion) (metav1.APIResourceList, bool) {
 	l := metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv.String()}
 	for _, r := range t.served {
-		if r.group == gv.Group && contains(r.versions, gv.Version) {
+		if r.group == gv.Group && slices.Contains(r.versions, gv.Version) {
 			l.APIResources = append(l.APIResources, metav1.APIResource{
 				Name: r.name, Namespaced: r.namespaced, Kind: r.kind, Verbs: metav1.Verbs{"get", "list"},
 			})
@@ -215,7 +217,7 @@ func (t *transport) list(req *http.Request, r *resource, ns string) (*http.Respo
 		return nil, t.notCaptured(req)
 	}
 	var items []*unstructured.Unstructured
-	for _, key := range sortedNames(r.objects) {
+	for _, key := range slices.Sorted(maps.Keys(r.objects)) {
 		if ns != "" && key != ns {
 			continue
 		}
