@@ -132,23 +132,3 @@ func liveDiffers(live, offline *report.Report) []string {
 	}
 	return problems
 }
-
-// offlineAgrees is issue 30's "each e2e scenario captured and scanned offline": the scan
-// scanArgs, whose live report is live, is captured and replayed (captureAndReplay), and the
-// offline findings agree with the live ones. The state can move between the live scan and the
-// capture (a leader renews, a controller retries), so a disagreement is looked at once more with
-// a fresh live scan; what differs again fails.
-func offlineAgrees(t testing.TB, p plugin, live *report.Report, scanArgs []string) {
-	t.Helper()
-	c := captureAndReplay(t, p, scanArgs)
-	problems := liveDiffers(live, c.offline)
-	if len(problems) > 0 {
-		t.Logf("looking again, the offline scan differs from the live one:\n%s", strings.Join(problems, "\n"))
-		again := p.run(t, append([]string{"scan"}, scanArgs...))
-		problems = liveDiffers(again.report(), c.offline)
-	}
-	for _, problem := range problems {
-		t.Error(problem)
-	}
-	t.Logf("offline scan agrees: capture took %s, %d answers, %d bytes", c.took.Round(time.Millisecond), c.bundle.Manifest.Requests, c.bundle.Manifest.Bytes)
-}

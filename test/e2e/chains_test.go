@@ -95,19 +95,17 @@ func (e *teEnv) kruiseHookBypassed(t *testing.T) {
 		return err == nil && got.Status.Phase == corev1.PodRunning, err
 	})
 	e.deletePod(t, ns, p.Name)
-	var f report.Finding
 	var run *pluginRun
 	eventually(t, 60*time.Second, "the kruise-hook-bypassed finding", func(ctx context.Context) (bool, error) {
 		run = e.pollAll(t)
 		for _, g := range run.report().Findings {
-			if g.Object.Name == p.Name {
-				f = g
+			if g.Object.Name == p.Name && g.RootCause.ID == "kruise-hook-bypassed" {
+				return true, nil
 			}
 		}
-		return f.RootCause.ID == "kruise-hook-bypassed", nil
+		return false, nil
 	})
-	run.agreed()
-	assertFinding(t, f, "kruise-hook-bypassed", report.SeverityWarning,
+	assertFinding(t, teFind(t, run.agreed(), "Pod", p.Name), "kruise-hook-bypassed", report.SeverityWarning,
 		[]string{"CloneSet ch-kruise/cart spec.lifecycle.preDelete.finalizersHandler lists example.com/unregister", "apps.kruise.io/specified-delete"}, nil)
 }
 
@@ -216,7 +214,7 @@ func (e *teEnv) foregroundOnDeadNode(t *testing.T) {
 		}
 		return pod && rs, nil
 	})
-	run.agreed()
+	rep = run.agreed()
 	var pod report.Finding
 	for _, f := range rep.Findings {
 		if f.Object.Namespace == ns && f.Object.Kind == "Pod" {
@@ -304,7 +302,7 @@ func (e *teEnv) crdInstance(t *testing.T) {
 		}
 		return false, nil
 	})
-	run.agreed()
+	rep = run.agreed()
 	f := teFind(t, rep, "CustomResourceDefinition", "gadgets.example.org")
 	assertFinding(t, f, "dependents-remaining", report.SeverityWarning,
 		[]string{"instance: gadget ch-crd/g1, Deleting, finalizers [example.org/hold]", "customresourcecleanup.apiextensions.k8s.io"}, nil)
@@ -342,7 +340,7 @@ func (e *teEnv) claimOnDeadNode(t *testing.T) {
 		}
 		return false, nil
 	})
-	run.agreed()
+	rep = run.agreed()
 	pod := teFind(t, rep, "Pod", "batch-0")
 	claim := teFind(t, rep, "PersistentVolumeClaim", "logs")
 	assertFinding(t, claim, "protected-resource-in-use", report.SeverityWarning,

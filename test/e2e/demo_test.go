@@ -36,8 +36,7 @@ func TestDemoScenarios(t *testing.T) {
 
 	var rep *report.Report
 	t.Run("scan names every broken object with its check and root cause, and nothing else", func(t *testing.T) {
-		rep = demoScan(t, c.Kubeconfig, 2)
-		whyAgreesWithReport(t, pluginOn(c.Kubeconfig), rep, "--min-age", "0s")
+		rep = demoRun(t, c.Kubeconfig, 2).whyAgreed()
 		demoAssertFindings(t, rep, shop.Expected)
 		demoAssertHealthy(t, rep, shop.Healthy)
 		for _, f := range rep.Findings {
@@ -163,7 +162,6 @@ func TestDemoScenarios(t *testing.T) {
 	})
 }
 
-// demoScan runs `scan -A -o json --min-age 0s`; wantExit -1 accepts 0 or 2.
 // scenarioCluster starts the scenario's cluster (scenario.ClusterOptions) with the OpenKruise CRDs.
 func scenarioCluster(t *testing.T) (*testcluster.Cluster, scenario.Files) {
 	t.Helper()
@@ -192,9 +190,16 @@ func demoFinding(t *testing.T, rep *report.Report, kind, name string) report.Fin
 	return report.Finding{}
 }
 
+// demoScan runs `scan -A -o json --min-age 0s`; wantExit -1 accepts 0 or 2.
 func demoScan(t *testing.T, kubeconfig string, wantExit int) *report.Report {
 	t.Helper()
-	return pluginOn(kubeconfig).scan(t, "-A", "-o", "json", "--min-age", "0s").wantScanExit(wantExit).report()
+	return demoRun(t, kubeconfig, wantExit).report()
+}
+
+// demoRun is demoScan's run.
+func demoRun(t *testing.T, kubeconfig string, wantExit int) *pluginRun {
+	t.Helper()
+	return pluginOn(kubeconfig).scan(t, "-A", "-o", "json", "--min-age", "0s").wantScanExit(wantExit)
 }
 
 func demoKey(check, rootCause, kind, namespace, name string) string {

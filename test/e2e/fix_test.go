@@ -93,7 +93,8 @@ func fixOne(t *testing.T, kubeconfig string, wantExit int, wantStatus string, ar
 func fixScan(t *testing.T, kubeconfig, ns string) (*report.Report, string) {
 	t.Helper()
 	scanned := pluginOn(kubeconfig).scan(t, "-n", ns, "--checks", "stuck-terminating", "--min-age", "0s", "-o", "json").wantFindingsOrNone()
-	return scanned.agreed(), scanned.stdout
+	rep := scanned.agreed() // scanned is now the scan that agreed
+	return rep, scanned.stdout
 }
 
 func fixFinding(t *testing.T, r *report.Report, name, rootCause string) report.Finding {

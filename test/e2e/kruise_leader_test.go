@@ -172,8 +172,8 @@ func krClockSkewed(t *testing.T, scanned *pluginRun, skew string) *report.Report
 	if err != nil {
 		t.Fatal(err)
 	}
+	rep := scanned.agreed() // scanned is now the scan that agreed
 	stderr, before := scanned.stderr, scanned.began
-	rep := scanned.agreed()
 	// The shift took (the binary saw its clock off), and the report's time is the apiserver's,
 	// which runs on this machine's clock: ages are not measured on the shifted one.
 	m := regexp.MustCompile(`this machine's clock is (\S+) ahead of the apiserver's`).FindStringSubmatch(stderr)

@@ -107,7 +107,8 @@ func TestKruiseChecks(t *testing.T) {
 		k.hookActs(t, pod, []string{krFinalizer}, map[string]string{krReadyLabel: "true"})
 
 		scanned := pluginOn(k.c.Kubeconfig).scan(t, krArgs(ns, "kruise-gate")...).wantExit(2)
-		rep, stdout := scanned.agreed(), scanned.stdout
+		rep := scanned.agreed()
+		stdout := scanned.stdout
 		f := krFind(t, rep, "stuck-preparing-normal", "web-b4n9d")
 		assertFinding(t, f, "prenormal-event-dropped", report.SeverityError,
 			[]string{"--feature-gates sets CloneSetEventHandlerOptimization=true",
@@ -216,7 +217,8 @@ func TestKruiseChecks(t *testing.T) {
 			`failed to create pod: pods "web-x7k2p" is forbidden: exceeded quota: compute, requested: cpu=2, used: cpu=8, limited: cpu=8, `+
 				`pod: {"metadata":{"name":"web-x7k2p"},"spec":{"containers":[{"name":"app","env":[{"name":"API_TOKEN","value":"s3cr3t-value"}]}]}}`)
 		scanned := pluginOn(k.c.Kubeconfig).scan(t, krArgs(ns, "kruise-gate")...).wantExit(2)
-		rep, stdout := scanned.agreed(), scanned.stdout
+		rep := scanned.agreed()
+		stdout := scanned.stdout
 		assertFinding(t, krFind(t, rep, "expectations-unsatisfied", "web"), "pod-creation-failing", report.SeverityError,
 			[]string{"spec.replicas 2 but 0 active pods", "event Warning FailedCreate from cloneset-controller",
 				"exceeded quota: compute, requested: cpu=2, used: cpu=8, limited: cpu=8"}, nil)

@@ -587,15 +587,14 @@ func rzArgs(ns string) []string {
 // (exit 0 or 2), read everything, and shows no env value.
 func rzReport(t *testing.T, scanned *pluginRun) (*report.Report, int) {
 	t.Helper()
-	stdout, code := scanned.wantFindingsOrNone().stdout, scanned.code
-	if strings.Contains(stdout, rzSecretEnv) {
-		t.Errorf("the report shows an env value:\n%s", stdout)
+	r := scanned.wantFindingsOrNone().agreed() // scanned is now the scan that agreed
+	if strings.Contains(scanned.stdout, rzSecretEnv) {
+		t.Errorf("the report shows an env value:\n%s", scanned.stdout)
 	}
-	r := scanned.agreed()
 	if !r.Coverage.Complete {
 		t.Errorf("coverage incomplete: %+v", r.Coverage)
 	}
-	return r, code
+	return r, scanned.code
 }
 
 func rzFinding(t *testing.T, r *report.Report, pod, rootCause string) report.Finding {

@@ -112,7 +112,7 @@ func TestRolloutStalledAdvanced(t *testing.T) {
 		}
 		return code == 2 && len(rep.Findings) >= 3, nil
 	})
-	run.agreed()
+	rep = *run.agreed()
 	if len(rep.Findings) != 3 {
 		t.Fatalf("want findings on db, agent and agent-all only, got:\n%s", summaries(&rep))
 	}

@@ -143,7 +143,7 @@ func TestRolloutStalledCloneSetPods(t *testing.T) {
 		rep = run.report()
 		return run.code == 2 && len(rep.Findings) >= 2, nil
 	})
-	run.agreed()
+	rep = run.agreed()
 	if len(rep.Findings) != 2 {
 		t.Fatalf("want findings on pull and crash only, got:\n%s", summaries(rep))
 	}

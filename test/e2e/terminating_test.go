@@ -369,7 +369,7 @@ func (e *teEnv) nodeNotReady(t *testing.T) {
 		}
 		return n == 2, nil
 	})
-	run.agreed()
+	rep = run.agreed()
 	var ids []string
 	for _, p := range pods {
 		f := teFind(t, rep, "Pod", p.Name)

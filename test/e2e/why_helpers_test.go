@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
@@ -101,75 +100,9 @@ func whyDiffers(rep *report.Report, f report.Finding, doc *report.Report) []stri
 	return problems
 }
 
-// whyEveryObject is how many objects a report may find stuck for why to be asked about each;
-// past it, why is asked about one object of each (check, root cause, kind) the report holds, so
-// every root cause a scenario produces is still compared, at a bounded cost.
+// whyEveryObject is how many objects a report may find stuck for why to be asked about each
+// (whyObjects).
 const whyEveryObject = 8
-
-// whyAgreesWithReport is issue 28's "why agrees with scan on every e2e scenario": for the objects
-// the scan run with scanArgs found stuck (namespaced objects and Namespaces; why refuses other
-// cluster-scoped kinds), why on the object reports each of its findings and their chains as rep
-// does (whyAgreesWithScan), with the scan's own flags minus its scope and output. Each object is
-// asked once, whatever number of findings it has; and once more when the answer differs, since a
-// fact can move between two runs (a leader renews its Lease during one run's reads and not the
-// other's): what differs on the second look too is a disagreement.
-func whyAgreesWithReport(t testing.TB, p plugin, rep *report.Report, scanArgs ...string) {
-	t.Helper()
-	flags := whyFlags(scanArgs)
-	var objects []string
-	byObject := map[string][]report.Finding{}
-	for _, f := range rep.Findings {
-		if f.Object.Namespace == "" && (f.Object.Kind != "Namespace" || f.Object.APIVersion != "v1") {
-			continue
-		}
-		k := f.Object.APIVersion + " " + f.Object.Kind + " " + f.Object.Namespace + "/" + f.Object.Name
-		if _, ok := byObject[k]; !ok {
-			objects = append(objects, k)
-		}
-		byObject[k] = append(byObject[k], f)
-	}
-	asked := objects
-	if len(objects) > whyEveryObject {
-		asked = nil
-		seen := map[string]bool{}
-		for _, k := range objects {
-			fresh := false
-			for _, f := range byObject[k] {
-				key := f.Check + " " + f.RootCause.ID + " " + f.Object.Kind
-				fresh = fresh || !seen[key]
-				seen[key] = true
-			}
-			if fresh {
-				asked = append(asked, k)
-			}
-		}
-	}
-	began := time.Now()
-	again := 0
-	for _, k := range asked {
-		fs := byObject[k]
-		differs := func() []string {
-			doc := whyOn(t, p, fs[0].Object, flags)
-			var problems []string
-			for _, f := range fs {
-				problems = append(problems, whyDiffers(rep, f, doc)...)
-			}
-			return problems
-		}
-		problems := differs()
-		if len(problems) > 0 {
-			again++
-			t.Logf("looking again, why differs from the scan on the first look:\n%s", strings.Join(problems, "\n"))
-			problems = differs()
-		}
-		for _, problem := range problems {
-			t.Error(problem)
-		}
-	}
-	if len(asked) > 0 {
-		t.Logf("why agrees with scan on %d of %d objects with findings, %d looked at twice (why took %s)", len(asked), len(objects), again, time.Since(began).Round(time.Millisecond))
-	}
-}
 
 // whyFlags are the flags of a scan's arguments that why takes as they are: the checks, the
 // threshold, where the controllers run. The scope (-n, -A, -l) is why's own, the output its -o json.
@@ -189,20 +122,6 @@ func whyFlags(scanArgs []string) []string {
 		}
 	}
 	return flags
-}
-
-// agreed is the run's report (a scan -o json), once why has agreed with it on every object it
-// found stuck (whyAgreesWithReport) and a capture of the same scan, scanned offline, has
-// agreed with it too (offlineAgrees).
-func (r *pluginRun) agreed() *report.Report {
-	r.t.Helper()
-	rep := r.report()
-	if len(r.args) == 0 || r.args[0] != "scan" {
-		r.t.Fatalf("agreed: %v is not a scan", r.args)
-	}
-	whyAgreesWithReport(r.t, r.p, rep, r.args[1:]...)
-	offlineAgrees(r.t, r.p, rep, r.args[1:])
-	return rep
 }
 
 // sameObjectFinding: another check's finding on the same object may come first.
