@@ -54,9 +54,9 @@ object names, labels, annotations, events and log lines are in it.
 -o must be given, and an existing file is never overwritten. Each answer goes to disk as the scan
 reads it, into a temporary directory beside the archive (inside the directory), removed when the
 capture ends, however it ends: a capture needs the memory scan needs, and on disk the answers
-unpacked plus the archive. A one-line summary (answers, size, inputs not read) goes to stderr. Exit codes: 0 the bundle was written (inputs the scan could not
-read are in bundle.yaml and the summary, and a scan of the bundle reports them unread); 1 it was
-not.`,
+unpacked plus the archive. A one-line summary (answers, size, inputs not read) goes to stderr.
+Exit codes: 0 the bundle was written (inputs the scan could not read are in bundle.yaml and the
+summary, and a scan of the bundle reports them unread); 1 it was not.`,
 		Example: `  # Capture every namespace, then scan it elsewhere, later
   kubectl workloaddoctor capture -A -o cluster.tgz
   kubectl workloaddoctor scan --from-bundle cluster.tgz -o wide
