@@ -59,40 +59,6 @@ func pod(ns, name string, labels map[string]string) *corev1.Pod {
 		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}
 }
 
-func TestCollectFailsOnlyWithoutAServerVersion(t *testing.T) {
-	c := newFakeCluster(t)
-	c.disc.PrependReactor("get", "version", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, errors.New("connection refused")
-	})
-	if _, err := Collect(context.Background(), c.clients(t), allNamespaces, []snapshot.Input{snapshot.InputNodes}); err == nil ||
-		!strings.Contains(err.Error(), "connection refused") {
-		t.Errorf("Collect error = %v, want the server version's", err)
-	}
-}
-
-func TestCollectRecordsForbiddenListsAndReadsTheRest(t *testing.T) {
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: corev1.NamespaceNodeLease, Name: "node-1"}}
-	c := newFakeCluster(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, lease,
-		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}})
-	c.forbid("list", "nodes", "*")
-	c.pods.status = 403
-	s := collect(t, c, allNamespaces, snapshot.InputPods, snapshot.InputNodes, snapshot.InputNodeLeases, snapshot.InputNamespaces)
-	want := map[snapshot.Input]string{snapshot.InputNodes: "forbidden: list nodes", snapshot.InputPods: "forbidden: list pods"}
-	if got := unread(s); !reflect.DeepEqual(got, want) {
-		t.Errorf("unread = %v, want %v", got, want)
-	}
-	if len(s.Nodes) != 0 || len(s.Pods) != 0 || len(s.Namespaces) != 1 || len(s.NodeLeases) != 1 {
-		t.Errorf("read %d nodes, %d pods, %d namespaces, %d node leases; want 0, 0, 1, 1", len(s.Nodes), len(s.Pods), len(s.Namespaces), len(s.NodeLeases))
-	}
-
-	// In a namespace scope, the namespace is read with a GET.
-	c.forbid("get", "namespaces", "*")
-	s = collect(t, c, Options{Scope: snapshot.Scope{Namespace: "shop"}}, snapshot.InputNamespaces)
-	if got := unread(s)[snapshot.InputNamespaces]; got != "forbidden: get namespaces/shop" {
-		t.Errorf("unread namespaces = %q", got)
-	}
-}
-
 // manager is a kruise-manager Deployment, its leader Lease and its leader pod.
 func manager(bound bool) []runtime.Object {
 	sel := map[string]string{"control-plane": "controller-manager"}
@@ -505,21 +471,6 @@ func TestCollectRecordsFailedCandidateReads(t *testing.T) {
 	}
 	if len(s.FullPods) != 6 {
 		t.Errorf("%d pods read in full, want the 6 a LIST reads", len(s.FullPods))
-	}
-}
-
-func TestCollectRecordsAPodStreamThatBreaks(t *testing.T) {
-	c, _ := podCluster(t)
-	l := &metav1.PartialObjectMetadataList{Items: []metav1.PartialObjectMetadata{{ObjectMeta: metav1.ObjectMeta{Name: "a"}}}}
-	raw, err := l.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := protoEnvelope(raw)
-	c.pods.body = body[:len(body)-2]
-	s := collect(t, c, allNamespaces, snapshot.InputPods, snapshot.InputNodes)
-	if got := unread(s); len(got) != 1 || !strings.HasPrefix(got[snapshot.InputPods], "list pods: decode pod list: ") {
-		t.Errorf("unread = %v, want the pod list's decoding error only", got)
 	}
 }
 

@@ -1,0 +1,343 @@
+package e2e
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/collect"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
+)
+
+// collectEnv is one control plane (etcd and kube-apiserver) shared by the collector's cases,
+// each case in namespaces of its own.
+type collectEnv struct {
+	c  *testcluster.Cluster
+	cs kubernetes.Interface
+}
+
+// fastRetry retries as the collector does, without the waits.
+var fastRetry = retry.Policy{Base: time.Microsecond, Max: time.Microsecond}
+
+// TestCollectOnTheAPIServer runs the collector in process against a real apiserver: what it
+// reads, what it records when RBAC denies a read, and how it rides out a faulty network.
+func TestCollectOnTheAPIServer(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Options{})
+	e := &collectEnv{c: c, cs: c.Clientset()}
+	t.Run("FailsOnlyWithoutAServerVersion", e.failsOnlyWithoutAServerVersion)
+	t.Run("RecordsForbiddenListsAndReadsTheRest", e.recordsForbiddenListsAndReadsTheRest)
+	t.Run("RecordsAPodStreamThatBreaks", e.recordsAPodStreamThatBreaks)
+	t.Run("PodListRidesOutFaults", e.podListRidesOutFaults)
+	t.Run("PodListGivesUp", e.podListGivesUp)
+	t.Run("ControllersListNotNarrowedByAFault", e.controllersListNotNarrowedByAFault)
+}
+
+// namespace creates a namespace for one case.
+func (e *collectEnv) namespace(t *testing.T, name string) string {
+	t.Helper()
+	createNamespace(t, e.c, name)
+	return name
+}
+
+// collect runs the collector with clients, failing the test if it fails.
+func collectWith(t *testing.T, clients collect.Clients, opts collect.Options, inputs ...snapshot.Input) *snapshot.Snapshot {
+	t.Helper()
+	if opts.Retry == (retry.Policy{}) {
+		opts.Retry = fastRetry
+	}
+	s, err := collect.Collect(t.Context(), clients, opts, inputs)
+	if err != nil {
+		t.Fatalf("Collect: %v", err)
+	}
+	return s
+}
+
+// unread returns the snapshot's unread inputs as text.
+func unread(s *snapshot.Snapshot) map[snapshot.Input]string {
+	out := map[snapshot.Input]string{}
+	for in, err := range s.Unread {
+		out[in] = err.Error()
+	}
+	return out
+}
+
+// as is the admin's config impersonating user, whom only RBAC grants anything.
+func (e *collectEnv) as(user string) *rest.Config {
+	cfg := e.c.RESTConfig()
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	return cfg
+}
+
+// grant binds user to a ClusterRole of rules, cluster-wide when ns is "", else in ns only.
+func (e *collectEnv) grant(t *testing.T, user, ns string, rules ...rbacv1.PolicyRule) {
+	t.Helper()
+	ctx := t.Context()
+	name := fmt.Sprintf("%s-%s", user, ns)
+	if _, err := e.cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules},
+		metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}
+	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
+	var err error
+	if ns == "" {
+		_, err = e.cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef: ref, Subjects: subjects}, metav1.CreateOptions{})
+	} else {
+		_, err = e.cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef: ref, Subjects: subjects}, metav1.CreateOptions{})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *collectEnv) failsOnlyWithoutAServerVersion(t *testing.T) {
+	_, clients := faultyClients(t, e.c.RESTConfig(), &faultRule{Method: http.MethodGet, Path: regexp.MustCompile(`^/version$`), Err: refused})
+	opts := collect.Options{Scope: snapshot.Scope{AllNamespaces: true}, Retry: fastRetry}
+	if _, err := collect.Collect(t.Context(), clients, opts, []snapshot.Input{snapshot.InputNodes}); err == nil ||
+		!strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("Collect error = %v, want the server version's", err)
+	}
+}
+
+// A user the RBAC authorizer denies nodes and pods still has the namespaces and node leases
+// read; in a namespace's scope, the namespace is read with a GET, which is denied too.
+func (e *collectEnv) recordsForbiddenListsAndReadsTheRest(t *testing.T) {
+	ctx := t.Context()
+	ns := e.namespace(t, "forbidden-reads")
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "forbidden-reads-node"}}
+	if _, err := e.cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The kubelet's heartbeat Lease in kube-node-lease, named after its node (kubelet's
+	// nodelease controller, pkg/kubelet/kubelet.go NewMainKubelet).
+	holder := node.Name
+	if _, err := e.cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: corev1.NamespaceNodeLease, Name: node.Name},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	user := "forbidden-reader"
+	e.grant(t, user, "", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"list"}})
+	e.grant(t, user, corev1.NamespaceNodeLease, rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
+		Verbs: []string{"get", "list"}})
+	_, clients := faultyClients(t, e.as(user))
+
+	s := collectWith(t, clients, collect.Options{Scope: snapshot.Scope{AllNamespaces: true}},
+		snapshot.InputPods, snapshot.InputNodes, snapshot.InputNodeLeases, snapshot.InputNamespaces)
+	want := map[snapshot.Input]string{snapshot.InputNodes: "forbidden: list nodes", snapshot.InputPods: "forbidden: list pods"}
+	if got := unread(s); !reflect.DeepEqual(got, want) {
+		t.Errorf("unread = %v, want %v", got, want)
+	}
+	hasNS := slices.ContainsFunc(s.Namespaces, func(n *corev1.Namespace) bool { return n.Name == ns })
+	hasLease := slices.ContainsFunc(s.NodeLeases, func(l *coordinationv1.Lease) bool { return l.Name == node.Name })
+	if len(s.Nodes) != 0 || len(s.Pods) != 0 || !hasNS || !hasLease {
+		t.Errorf("read %d nodes, %d pods, namespace %s %v, node lease %v; want no nodes or pods, the namespace and the lease",
+			len(s.Nodes), len(s.Pods), ns, hasNS, hasLease)
+	}
+
+	s = collectWith(t, clients, collect.Options{Scope: snapshot.Scope{Namespace: ns}}, snapshot.InputNamespaces)
+	if got := unread(s)[snapshot.InputNamespaces]; got != "forbidden: get namespaces/"+ns {
+		t.Errorf("unread namespaces = %q", got)
+	}
+}
+
+// sevenPods creates pods web-0 to web-6 in ns.
+func (e *collectEnv) sevenPods(t *testing.T, ns string) []string {
+	t.Helper()
+	var names []string
+	for i := range 7 {
+		p := simplePod(ns, fmt.Sprintf("web-%d", i))
+		if _, err := e.cs.CoreV1().Pods(ns).Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+func podNames(s *snapshot.Snapshot) []string {
+	var out []string
+	for _, p := range s.Pods {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// podsPath matches the LIST of ns's pods.
+func podsPath(ns string) *regexp.Regexp {
+	return regexp.MustCompile("^/api/v1/namespaces/" + regexp.QuoteMeta(ns) + "/pods$")
+}
+
+// A pod list whose body breaks on every try is recorded as unread, with the decoding error; the
+// other inputs are read.
+func (e *collectEnv) recordsAPodStreamThatBreaks(t *testing.T) {
+	ns := e.namespace(t, "pod-stream-breaks")
+	e.sevenPods(t, ns)
+	_, clients := faultyClients(t, e.c.RESTConfig(), &faultRule{Method: http.MethodGet, Path: podsPath(ns), CutLast: 2})
+	s := collectWith(t, clients, collect.Options{Scope: snapshot.Scope{Namespace: ns}}, snapshot.InputPods, snapshot.InputNodes)
+	if got := unread(s); len(got) != 1 || !strings.HasPrefix(got[snapshot.InputPods], "list pods: decode pod list: ") {
+		t.Errorf("unread = %v, want the pod list's decoding error only", got)
+	}
+}
+
+// continuedAfter returns the name of the pod a continue token resumes after, "" for none: the
+// apiserver's token is base64 JSON whose start key is the last key returned plus a NUL
+// (apiserver/pkg/storage/continue.go, EncodeContinue).
+func continuedAfter(t *testing.T, token string) string {
+	t.Helper()
+	if token == "" {
+		return ""
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
+		t.Fatalf("continue token %q: %v", token, err)
+	}
+	var c struct {
+		Start string `json:"start"`
+	}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		t.Fatalf("continue token %q: %v", raw, err)
+	}
+	key := strings.TrimSuffix(c.Start, "\x00")
+	return key[strings.LastIndex(key, "/")+1:]
+}
+
+// The pod list rides out each fault and reads every pod exactly once; the requests show where
+// each page resumed, in order.
+func (e *collectEnv) podListRidesOutFaults(t *testing.T) {
+	ns := e.namespace(t, "pod-list-faults")
+	seven := e.sevenPods(t, ns)
+	scope := snapshot.Scope{Namespace: ns}
+	paged := collect.Options{Scope: scope, PageSize: 3}
+	unpaged := collect.Options{Scope: scope}
+	fault := func(skip int, r faultRule) []*faultRule {
+		r.Method, r.Path, r.Skip, r.Times = http.MethodGet, podsPath(ns), skip, 1
+		return []*faultRule{&r}
+	}
+	for _, tc := range []struct {
+		name   string
+		opts   collect.Options
+		faults []*faultRule
+		// after are the pods each request resumed after ("" the first page).
+		after []string
+		// abandoned, when not 0, is the index in after of a pipelined request that the fault
+		// abandons: it may be cancelled before it is sent.
+		abandoned int
+	}{
+		{"nothing fails: no extra request", paged, nil, []string{"", "web-2", "web-5"}, 0},
+		{"nothing fails, unpaged", unpaged, nil, []string{""}, 0},
+		{"500 on the first page", paged, fault(0, faultRule{Code: 500}), []string{"", "", "web-2", "web-5"}, 0},
+		// The second page is cut inside its last pod, after the third page was asked for: that
+		// request is dropped, the second page asked for again and its first two pods skipped.
+		{"second page cut short", paged, fault(1, faultRule{CutLast: 3}), []string{"", "web-2", "web-5", "web-2", "web-5"}, 2},
+		{"first page cut short starts over", paged, fault(0, faultRule{CutLast: 3}), []string{"", "web-2", "", "web-2", "web-5"}, 1},
+		{"unpaged list cut short starts over", unpaged, fault(0, faultRule{CutLast: 3}), []string{"", ""}, 0},
+		{"connection reset on a later page", paged, fault(2, faultRule{Err: reset}), []string{"", "web-2", "web-5", "web-5"}, 0},
+		{"429 on a later page", paged, fault(2, faultRule{Code: http.StatusTooManyRequests}), []string{"", "web-2", "web-5", "web-5"}, 0},
+		{"expired continue token starts over", paged, fault(1, faultRule{Code: http.StatusGone}), []string{"", "web-2", "", "web-2", "web-5"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log, clients := faultyClients(t, e.c.RESTConfig(), tc.faults...)
+			s := collectWith(t, clients, tc.opts, snapshot.InputPods)
+			if got := podNames(s); !reflect.DeepEqual(got, seven) || len(s.Unread) != 0 {
+				t.Errorf("pods %v, unread %v; want each of the seven once and nothing unread", got, unread(s))
+			}
+			var after []string
+			for _, r := range log.matching(http.MethodGet, "/api/v1/namespaces/"+ns+"/pods") {
+				_, q, _ := strings.Cut(r, "?")
+				v, err := url.ParseQuery(q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				after = append(after, continuedAfter(t, v.Get("continue")))
+			}
+			if tc.abandoned > 0 && len(after) == len(tc.after)-1 {
+				after = slices.Insert(after, tc.abandoned, tc.after[tc.abandoned])
+			}
+			if !reflect.DeepEqual(after, tc.after) {
+				t.Errorf("pages resumed after %q, want %q", after, tc.after)
+			}
+		})
+	}
+}
+
+func (e *collectEnv) podListGivesUp(t *testing.T) {
+	ns := e.namespace(t, "pod-list-gives-up")
+	e.sevenPods(t, ns)
+	opts := collect.Options{Scope: snapshot.Scope{Namespace: ns}}
+	log, clients := faultyClients(t, e.c.RESTConfig(), &faultRule{Method: http.MethodGet, Path: podsPath(ns), Code: 500})
+	s := collectWith(t, clients, opts, snapshot.InputPods)
+	lists := log.matching(http.MethodGet, "/api/v1/namespaces/"+ns+"/pods")
+	err, _ := s.UnreadInput(snapshot.InputPods)
+	if err == nil || !strings.Contains(err.Error(), "tried 5 times") || err.Limit || !err.Blinds() || len(lists) != 5 {
+		t.Errorf("unread pods %v after %d requests; want a failure (not a denial) after 5", err, len(lists))
+	}
+
+	// A denial is final: one request, and the error says it is a denial. The user is granted
+	// nothing, so the RBAC authorizer denies the list.
+	log, clients = faultyClients(t, e.as("granted-nothing"))
+	s = collectWith(t, clients, opts, snapshot.InputPods)
+	lists = log.matching(http.MethodGet, "/api/v1/namespaces/"+ns+"/pods")
+	if err, _ := s.UnreadInput(snapshot.InputPods); err == nil || !err.Limit || err.Blinds() || len(lists) != 1 {
+		t.Errorf("unread pods %v after %d requests; want a denial after 1", err, len(lists))
+	}
+}
+
+// A 500 on the cluster-wide Deployments list is retried, never taken for a denial that narrows
+// the search to a few namespaces; one that persists is an error, not a narrower read.
+func (e *collectEnv) controllersListNotNarrowedByAFault(t *testing.T) {
+	ns := e.namespace(t, "controllers-fault")
+	one := int32(1)
+	labels := map[string]string{"app": "janitor"}
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "janitor"},
+		Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: simplePod(ns, "").Spec}}}
+	if _, err := e.cs.AppsV1().Deployments(ns).Create(t.Context(), dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		times  int
+		unread bool
+	}{{"once", 1, false}, {"always", 0, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			log, clients := faultyClients(t, e.c.RESTConfig(),
+				&faultRule{Method: http.MethodGet, Path: regexp.MustCompile(`^/apis/apps/v1/deployments$`), Times: tc.times, Code: 500})
+			s := collectWith(t, clients, collect.Options{Scope: snapshot.Scope{AllNamespaces: true}}, snapshot.InputControllers)
+			if narrowed := log.matching(http.MethodGet, "/apis/apps/v1/namespaces/"+ns+"/deployments"); len(narrowed) != 0 {
+				t.Fatalf("deployments listed in a namespace %v: the read was narrowed", narrowed)
+			}
+			if _, limited := s.Limits[snapshot.InputControllers]; limited {
+				t.Errorf("a fault is noted as a limit: %q", s.Limits[snapshot.InputControllers])
+			}
+			err, _ := s.UnreadInput(snapshot.InputControllers)
+			if tc.unread != (err != nil) || (err != nil && err.Limit) {
+				t.Errorf("unread controllers = %v", err)
+			}
+			read := slices.ContainsFunc(s.Deployments, func(d *appsv1.Deployment) bool { return d.Namespace == ns && d.Name == "janitor" })
+			if !tc.unread && !read {
+				t.Errorf("%d deployments read, none of them %s/janitor", len(s.Deployments), ns)
+			}
+		})
+	}
+}
