@@ -11,7 +11,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,69 +56,6 @@ func unread(s *snapshot.Snapshot) map[snapshot.Input]string {
 func pod(ns, name string, labels map[string]string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "/" + name), Labels: labels},
 		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}
-}
-
-// manager is a kruise-manager Deployment, its leader Lease and its leader pod.
-func manager(bound bool) []runtime.Object {
-	sel := map[string]string{"control-plane": "controller-manager"}
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "kruise-system", Name: "kruise-controller-manager"},
-		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: sel}, Template: corev1.PodTemplateSpec{
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: kruise.ManagerContainer, Image: "openkruise/kruise-manager:v1.8.0"}}}}}}
-	holder := "kruise-controller-manager-7d9_4b2c"
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "kruise-system", Name: kruise.DefaultLeaderElectionID},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}
-	leader := pod("kruise-system", "kruise-controller-manager-7d9", sel)
-	if !bound {
-		leader.Spec.NodeName = ""
-	}
-	return []runtime.Object{dep, lease, leader}
-}
-
-func TestCollectListsDeploymentsPerNamespaceWhenForbiddenClusterWide(t *testing.T) {
-	c := newFakeCluster(t, manager(true)...)
-	c.forbid("list", "deployments", "")
-	c.forbid("list", "deployments", "kube-system")
-	s := collect(t, c, Options{Scope: snapshot.Scope{Namespace: "shop"}}, snapshot.InputControllers, snapshot.InputControllerLogs)
-
-	var lists []string
-	for _, a := range c.kube.Actions() {
-		if a.Matches("list", "deployments") {
-			lists = append(lists, a.GetNamespace())
-		}
-	}
-	// The kruise-manager's namespace, kube-system, the scan's namespace, then the places the
-	// known finalizer owners run by default.
-	if want := []string{"", "kruise-system", "kube-system", "shop", "argocd", "capi-system", "flux-system"}; !reflect.DeepEqual(lists, want) {
-		t.Errorf("deployments listed in %q, want %q", lists, want)
-	}
-	// A partial search is a coverage note naming what was searched, never silent.
-	if want := []string{"kruise-system", "shop", "argocd", "capi-system", "flux-system"}; !reflect.DeepEqual(s.ControllerNamespaces, want) {
-		t.Errorf("ControllerNamespaces = %q, want %q", s.ControllerNamespaces, want)
-	}
-	if note := s.Limits[snapshot.InputControllers]; !strings.Contains(note, "searched only in namespaces kruise-system, shop, argocd, capi-system, flux-system") ||
-		!strings.Contains(note, "forbidden: list apps/deployments in all namespaces") || !strings.Contains(note, "no owner is reported missing") ||
-		!strings.Contains(note, "being deleted elsewhere") {
-		t.Errorf("Limits note = %q", note)
-	}
-	want := map[snapshot.Input]string{snapshot.InputControllers: "forbidden: list apps/deployments in kube-system"}
-	if got := unread(s); !reflect.DeepEqual(got, want) {
-		t.Errorf("unread = %v, want %v", got, want)
-	}
-	if len(s.Deployments) != 1 || len(s.Leases) != 1 || len(s.ControllerPods) != 1 {
-		t.Errorf("read %d deployments, %d leases, %d controller pods; want one each", len(s.Deployments), len(s.Leases), len(s.ControllerPods))
-	}
-	// The fake's log ("fake logs") has no expectation line: the leader's log is read, nothing kept.
-	if log, ok := s.Logs["kruise-system/kruise-controller-manager-7d9"]; !ok || log != "" {
-		t.Errorf("logs = %q, want the leader's read and empty", s.Logs)
-	}
-}
-
-func TestCollectDoesNotReadTheLogOfAnUnboundLeader(t *testing.T) {
-	c := newFakeCluster(t, manager(false)...)
-	s := collect(t, c, allNamespaces, snapshot.InputControllers, snapshot.InputControllerLogs)
-	if got := unread(s)[snapshot.InputControllerLogs]; !strings.Contains(got, "not bound to a node") {
-		t.Errorf("unread controller-logs = %q", got)
-	}
 }
 
 func TestCollectEventsFilteredByTheServerOrHere(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -23,13 +24,16 @@ import (
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/collect"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
-// collectEnv is one control plane (etcd and kube-apiserver) shared by the collector's cases,
-// each case in namespaces of its own.
+// collectEnv is one control plane shared by the collector's cases, each case in namespaces of
+// its own: etcd, kube-apiserver with the CRDs, and kwok serving the kubelet API for the
+// kruise-manager leader's log (an empty log file).
 type collectEnv struct {
+	k  *krEnv
 	c  *testcluster.Cluster
 	cs kubernetes.Interface
 }
@@ -40,14 +44,19 @@ var fastRetry = retry.Policy{Base: time.Microsecond, Max: time.Microsecond}
 // TestCollectOnTheAPIServer runs the collector in process against a real apiserver: what it
 // reads, what it records when RBAC denies a read, and how it rides out a faulty network.
 func TestCollectOnTheAPIServer(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{})
-	e := &collectEnv{c: c, cs: c.Clientset()}
+	k := startKruiseCluster(t)
+	k.node(t, krKwokNode, true)
+	e := &collectEnv{k: k, c: k.c, cs: k.cs}
 	t.Run("FailsOnlyWithoutAServerVersion", e.failsOnlyWithoutAServerVersion)
 	t.Run("RecordsForbiddenListsAndReadsTheRest", e.recordsForbiddenListsAndReadsTheRest)
 	t.Run("RecordsAPodStreamThatBreaks", e.recordsAPodStreamThatBreaks)
 	t.Run("PodListRidesOutFaults", e.podListRidesOutFaults)
 	t.Run("PodListGivesUp", e.podListGivesUp)
 	t.Run("ControllersListNotNarrowedByAFault", e.controllersListNotNarrowedByAFault)
+	t.Run("DoesNotReadTheLogOfAnUnboundLeader", e.doesNotReadTheLogOfAnUnboundLeader)
+	t.Run("ListsDeploymentsPerNamespaceWhenForbiddenClusterWide", e.listsDeploymentsPerNamespaceWhenForbiddenClusterWide)
+	// After the kruise-manager in kruise-system exists.
+	t.Run("ReadsTheLeaderLeaseTwice", e.readsTheLeaderLeaseTwice)
 }
 
 // namespace creates a namespace for one case.
@@ -339,5 +348,171 @@ func (e *collectEnv) controllersListNotNarrowedByAFault(t *testing.T) {
 				t.Errorf("%d deployments read, none of them %s/janitor", len(s.Deployments), ns)
 			}
 		})
+	}
+}
+
+// managerIn is the settings of a scan told the kruise-manager runs in ns (--kruise-namespace):
+// the shared cluster has several.
+func managerIn(ns string) snapshot.Settings {
+	st := snapshot.DefaultSettings()
+	st.KruiseNamespace = ns
+	return st
+}
+
+// A leader Lease naming a pod that no node runs: its log cannot be read, and the collector does
+// not ask the apiserver for it.
+func (e *collectEnv) doesNotReadTheLogOfAnUnboundLeader(t *testing.T) {
+	ctx := t.Context()
+	ns := e.namespace(t, "kruise-unbound")
+	labels := map[string]string{"control-plane": "controller-manager"}
+	one := int32(1)
+	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: kruise.ManagerContainer, Image: "openkruise/kruise-manager:v1.8.0"}}}
+	if _, err := e.cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "kruise-controller-manager", Labels: labels},
+		Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec}},
+	}, metav1.CreateOptions{FieldManager: "helm"}); err != nil {
+		t.Fatal(err)
+	}
+	pod, err := e.cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "kruise-controller-manager-7d9", Labels: labels},
+		Spec: spec}, metav1.CreateOptions{FieldManager: "kube-controller-manager"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The scheduler's verdict on a pod it cannot place, through the status subresource
+	// (pkg/scheduler/schedule_one.go, handleSchedulingFailure).
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		Message: "0/1 nodes are available", LastTransitionTime: metav1.Now()}}
+	if _, err := e.cs.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{FieldManager: "kube-scheduler"}); err != nil {
+		t.Fatal(err)
+	}
+	holder := pod.Name + "_4b2c"
+	if _, err := e.cs.CoordinationV1().Leases(ns).Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: kruise.DefaultLeaderElectionID},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}, metav1.CreateOptions{FieldManager: "manager"}); err != nil {
+		t.Fatal(err)
+	}
+	log, clients := faultyClients(t, e.c.RESTConfig())
+	s := collectWith(t, clients, collect.Options{Scope: snapshot.Scope{AllNamespaces: true}, Settings: managerIn(ns)},
+		snapshot.InputControllers, snapshot.InputControllerLogs)
+	if got := unread(s)[snapshot.InputControllerLogs]; !strings.Contains(got, "not bound to a node") {
+		t.Errorf("unread controller-logs = %q", got)
+	}
+	if got := log.matching(http.MethodGet, "/api/v1/namespaces/"+ns+"/pods/"+pod.Name+"/log"); len(got) != 0 {
+		t.Errorf("the unbound leader's log was asked for: %v", got)
+	}
+}
+
+// A user bound to the shipped scan roles in a few namespaces only: the Deployments are listed
+// in each place a known controller runs, the partial search is stated, and the kruise-manager
+// leader's log is read.
+func (e *collectEnv) listsDeploymentsPerNamespaceWhenForbiddenClusterWide(t *testing.T) {
+	leader := e.k.manager(t, krLogsNamespace, "v1.8.0", nil, krKwokNode, true)
+	ns := e.namespace(t, "shop-scoped")
+	searched := []string{krLogsNamespace, ns, "argocd", "capi-system", "flux-system"}
+	for _, n := range searched[2:] {
+		e.namespace(t, n)
+	}
+	if out, errOut, code := runKubectl(t, e.c.Kubeconfig, "apply", "-f", filepath.Join(repoRoot(t), "deploy", "rbac", "scan.yaml")); code != 0 {
+		t.Fatalf("kubectl apply scan.yaml: exit %d\n%s\n%s", code, out, errOut)
+	}
+	const user = "scan-in-namespaces"
+	for _, n := range searched {
+		for _, role := range []string{"workloaddoctor-scan", "workloaddoctor-scan-logs"} {
+			if _, err := e.cs.RbacV1().RoleBindings(n).Create(t.Context(), &rbacv1.RoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: role + "-" + user},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+				Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+			}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	log, clients := faultyClients(t, e.as(user))
+	s := collectWith(t, clients, collect.Options{Scope: snapshot.Scope{Namespace: ns}}, snapshot.InputControllers, snapshot.InputControllerLogs)
+
+	var lists []string
+	for _, r := range log.all() {
+		m, rest, _ := strings.Cut(r, " ")
+		p, _, _ := strings.Cut(rest, "?")
+		if m != http.MethodGet {
+			continue
+		}
+		if p == "/apis/apps/v1/deployments" {
+			lists = append(lists, "")
+		} else if n, ok := strings.CutPrefix(p, "/apis/apps/v1/namespaces/"); ok && strings.HasSuffix(n, "/deployments") {
+			lists = append(lists, strings.TrimSuffix(n, "/deployments"))
+		}
+	}
+	// The kruise-manager's namespace, kube-system, the scan's namespace, then the places the
+	// known finalizer owners run by default.
+	if want := []string{"", krLogsNamespace, "kube-system", ns, "argocd", "capi-system", "flux-system"}; !reflect.DeepEqual(lists, want) {
+		t.Errorf("deployments listed in %q, want %q", lists, want)
+	}
+	// A partial search is a coverage note naming what was searched, never silent.
+	if !reflect.DeepEqual(s.ControllerNamespaces, searched) {
+		t.Errorf("ControllerNamespaces = %q, want %q", s.ControllerNamespaces, searched)
+	}
+	if note := s.Limits[snapshot.InputControllers]; !strings.Contains(note, "searched only in namespaces "+strings.Join(searched, ", ")) ||
+		!strings.Contains(note, "forbidden: list apps/deployments in all namespaces") || !strings.Contains(note, "no owner is reported missing") ||
+		!strings.Contains(note, "being deleted elsewhere") {
+		t.Errorf("Limits note = %q", note)
+	}
+	// kube-system is searched for the workloads of controllers that run there; the user may
+	// list none of them.
+	want := map[snapshot.Input]string{snapshot.InputControllers: "forbidden: list apps/deployments in kube-system; " +
+		"forbidden: list apps/statefulsets in kube-system; forbidden: list apps/daemonsets in kube-system"}
+	if got := unread(s); !reflect.DeepEqual(got, want) {
+		t.Errorf("unread = %v, want %v", got, want)
+	}
+	if len(s.Deployments) != 1 || len(s.Leases) != 1 || len(s.ControllerPods) != 1 {
+		t.Errorf("read %d deployments, %d leases, %d controller pods; want one each", len(s.Deployments), len(s.Leases), len(s.ControllerPods))
+	}
+	// kwok serves the leader's log from an empty file: the log is read, nothing kept.
+	if got, ok := s.Logs[krLogsNamespace+"/"+leader.Name]; !ok || got != "" {
+		t.Errorf("logs = %q, want the leader's read and empty", s.Logs)
+	}
+}
+
+// The kruise-manager's leader Lease is read twice, apart, to tell a live leader from a stale
+// Lease; a manager without a Lease (no leader took it) has nothing read again and nothing unread.
+// Runs after ListsDeploymentsPerNamespaceWhenForbiddenClusterWide made the manager in
+// kruise-system.
+func (e *collectEnv) readsTheLeaderLeaseTwice(t *testing.T) {
+	ns := e.namespace(t, "lease-reads")
+	log, clients := faultyClients(t, e.c.RESTConfig())
+	s := collectWith(t, clients, collect.Options{Scope: snapshot.Scope{Namespace: ns}}, snapshot.InputControllers)
+	reads := s.LeaseReads[krLogsNamespace+"/"+kruise.DefaultLeaderElectionID]
+	if len(reads) != 2 || len(s.Leases) != 1 {
+		t.Fatalf("%d reads of the leader Lease and %d Leases in the snapshot, want 2 and 1", len(reads), len(s.Leases))
+	}
+	if reads[1].Elapsed < reads[0].Elapsed {
+		t.Errorf("the second read (%s) is before the first (%s)", reads[1].Elapsed, reads[0].Elapsed)
+	}
+	if gets := log.matching(http.MethodGet, "/apis/coordination.k8s.io/v1/namespaces/"+krLogsNamespace+"/leases/"+kruise.DefaultLeaderElectionID); len(gets) != 2 {
+		t.Errorf("GETs of the Lease %v, want 2", gets)
+	}
+	if len(unread(s)) != 0 {
+		t.Errorf("unread = %v", unread(s))
+	}
+
+	// No Lease: a manager whose leader never took one, in a namespace of its own.
+	bare := e.namespace(t, "kruise-no-lease")
+	labels := map[string]string{"control-plane": "controller-manager"}
+	one := int32(1)
+	if _, err := e.cs.AppsV1().Deployments(bare).Create(t.Context(), &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "kruise-controller-manager", Labels: labels},
+		Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: kruise.ManagerContainer, Image: "openkruise/kruise-manager:v1.8.0"}}}}},
+	}, metav1.CreateOptions{FieldManager: "helm"}); err != nil {
+		t.Fatal(err)
+	}
+	log, clients = faultyClients(t, e.c.RESTConfig())
+	s = collectWith(t, clients, collect.Options{Scope: snapshot.Scope{AllNamespaces: true}, Settings: managerIn(bare)}, snapshot.InputControllers)
+	if len(s.LeaseReads) != 0 || len(s.Leases) != 0 || len(unread(s)) != 0 {
+		t.Errorf("without a Lease: reads %v, leases %d, unread %v", s.LeaseReads, len(s.Leases), unread(s))
+	}
+	if gets := log.matching(http.MethodGet, "/apis/coordination.k8s.io/v1/namespaces/"+bare+"/leases/"+kruise.DefaultLeaderElectionID); len(gets) != 1 {
+		t.Errorf("the missing Lease was asked for %d times, want once", len(gets))
 	}
 }

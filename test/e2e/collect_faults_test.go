@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -123,4 +124,11 @@ func faultyClients(t testing.TB, cfg *rest.Config, rules ...*faultRule) (*reques
 		t.Fatal(err)
 	}
 	return log, clients
+}
+
+// all returns every logged request.
+func (l *requestLog) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.reqs)
 }
