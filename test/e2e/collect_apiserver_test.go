@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -55,6 +58,9 @@ func TestCollectOnTheAPIServer(t *testing.T) {
 	t.Run("ControllersListNotNarrowedByAFault", e.controllersListNotNarrowedByAFault)
 	t.Run("DoesNotReadTheLogOfAnUnboundLeader", e.doesNotReadTheLogOfAnUnboundLeader)
 	t.Run("ListsDeploymentsPerNamespaceWhenForbiddenClusterWide", e.listsDeploymentsPerNamespaceWhenForbiddenClusterWide)
+	t.Run("DeletedServicesWholeAndOnce", e.deletedServicesWholeAndOnce)
+	t.Run("PersistentVolumesWholeAndOnce", e.persistentVolumesWholeAndOnce)
+	t.Run("DeletedAttachments", e.deletedAttachments)
 	// After the kruise-manager in kruise-system exists.
 	t.Run("ReadsTheLeaderLeaseTwice", e.readsTheLeaderLeaseTwice)
 }
@@ -514,5 +520,164 @@ func (e *collectEnv) readsTheLeaderLeaseTwice(t *testing.T) {
 	}
 	if gets := log.matching(http.MethodGet, "/apis/coordination.k8s.io/v1/namespaces/"+bare+"/leases/"+kruise.DefaultLeaderElectionID); len(gets) != 1 {
 		t.Errorf("the missing Lease was asked for %d times, want once", len(gets))
+	}
+}
+
+// deletedObjectNames names the objects input's objects whose name starts with prefix (the shared
+// cluster's other cases have their own) "Kind namespace/name".
+func deletedObjectNames(s *snapshot.Snapshot, prefix string) []string {
+	var out []string
+	for _, o := range s.Objects {
+		if strings.HasPrefix(o.Meta.Name, prefix) {
+			out = append(out, o.Kind+" "+o.Meta.Namespace+"/"+o.Meta.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// deleteObject deletes an object a finalizer holds: the apiserver sets its deletionTimestamp.
+func deleteObject(t *testing.T, del func(context.Context, string, metav1.DeleteOptions) error, name string) {
+	t.Helper()
+	if err := del(t.Context(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete %s: %v", name, err)
+	}
+}
+
+// Services are listed whole once; only those being deleted are kept, and the objects input takes
+// them from there.
+func (e *collectEnv) deletedServicesWholeAndOnce(t *testing.T) {
+	ctx := t.Context()
+	ns := e.namespace(t, "svc-deleted")
+	svcs := e.cs.CoreV1().Services(ns)
+	port := []corev1.ServicePort{{Port: 80}}
+	// The cloud provider's service controller adds its cleanup finalizer to a LoadBalancer
+	// Service (k8s.io/cloud-provider controllers/service/controller.go, addFinalizer).
+	if _, err := svcs.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "svc-web", Finalizers: []string{"service.kubernetes.io/load-balancer-cleanup"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: port}}, metav1.CreateOptions{FieldManager: "service-controller"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svcs.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "svc-api"}, Spec: corev1.ServiceSpec{Ports: port}},
+		metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleteObject(t, svcs.Delete, "svc-web")
+	log, clients := faultyClients(t, e.c.RESTConfig())
+	s := collectWith(t, clients, collect.Options{Scope: snapshot.Scope{AllNamespaces: true}}, snapshot.InputObjects, snapshot.InputDeletedServices)
+	var deleted []*corev1.Service
+	for _, d := range s.DeletedServices {
+		if d.Namespace == ns {
+			deleted = append(deleted, d)
+		}
+	}
+	if len(deleted) != 1 || deleted[0].Name != "svc-web" || deleted[0].Spec.Type != corev1.ServiceTypeLoadBalancer {
+		t.Fatalf("deleted services = %v, want svc-web, whole", deleted)
+	}
+	if lists := log.matching(http.MethodGet, "/api/v1/services"); len(lists) != 1 {
+		t.Errorf("services listed %v, want once", lists)
+	}
+	if got, want := deletedObjectNames(s, "svc-"), []string{"Service " + ns + "/svc-web"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("objects being deleted = %v, want %v", got, want)
+	}
+}
+
+// PVs are read whole once, by their own input; the objects input takes the deleted ones from it
+// rather than listing them again metadata-only.
+func (e *collectEnv) persistentVolumesWholeAndOnce(t *testing.T) {
+	ctx := t.Context()
+	pvs := e.cs.CoreV1().PersistentVolumes()
+	pv := func(name string, claim *corev1.ObjectReference, phase corev1.PersistentVolumePhase) {
+		t.Helper()
+		got, err := pvs.Create(ctx, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.PersistentVolumeSpec{Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, ClaimRef: claim,
+				PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/data/" + name}}}},
+			metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The PV controller writes the phase (pkg/controller/volume/persistentvolume/pv_controller.go,
+		// updateVolumePhase).
+		got.Status.Phase = phase
+		if _, err := pvs.UpdateStatus(ctx, got, metav1.UpdateOptions{FieldManager: "kube-controller-manager"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pv("pvcase-data", &corev1.ObjectReference{Namespace: "shop", Name: "data"}, corev1.VolumeBound)
+	pv("pvcase-free", nil, corev1.VolumeAvailable)
+	// The StorageObjectInUseProtection admission plugin gave both the kubernetes.io/pv-protection
+	// finalizer (plugin/pkg/admission/storage/storageobjectinuseprotection/admission.go), which
+	// holds the deleted one until kube-controller-manager's pv-protection controller drops it.
+	deleteObject(t, pvs.Delete, "pvcase-data")
+
+	log, clients := faultyClients(t, e.c.RESTConfig())
+	s := collectWith(t, clients, collect.Options{Scope: snapshot.Scope{AllNamespaces: true}}, snapshot.InputObjects, snapshot.InputPersistentVolumes)
+	var claimed, mine int
+	for _, p := range s.PersistentVolumes {
+		if strings.HasPrefix(p.Name, "pvcase-") {
+			mine++
+			if p.Spec.ClaimRef != nil {
+				claimed++
+			}
+		}
+	}
+	if mine != 2 || claimed != 1 {
+		t.Fatalf("persistent volumes = %v, want both, whole", s.PersistentVolumes)
+	}
+	if lists := log.matching(http.MethodGet, "/api/v1/persistentvolumes"); len(lists) != 1 {
+		t.Errorf("persistentvolumes listed %v, want once", lists)
+	}
+	if got, want := deletedObjectNames(s, "pvcase-"), []string{"PersistentVolume /pvcase-data"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("objects being deleted = %v, want %v", got, want)
+	}
+
+	ns := e.namespace(t, "pv-scoped")
+	s = collectWith(t, clients, collect.Options{Scope: snapshot.Scope{Namespace: ns}}, snapshot.InputObjects, snapshot.InputPersistentVolumes)
+	if len(s.PersistentVolumes) != 0 {
+		t.Errorf("a scan of one namespace read %d PVs, want none", len(s.PersistentVolumes))
+	}
+}
+
+// VolumeAttachments are listed whole once, those being deleted kept; a scan of one namespace
+// reads none (they are cluster-scoped).
+func (e *collectEnv) deletedAttachments(t *testing.T) {
+	ctx := t.Context()
+	vas := e.cs.StorageV1().VolumeAttachments()
+	pv := "pv-data"
+	// The external-attacher adds its finalizer before it attaches (kubernetes-csi
+	// external-attacher pkg/controller/csi_handler.go, addVAFinalizer).
+	if _, err := vas.Create(ctx, &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "vacase-1",
+		Finalizers: []string{"external-attacher/ebs-csi-aws-com"}},
+		Spec: storagev1.VolumeAttachmentSpec{Attacher: "ebs.csi.aws.com", NodeName: "node-a", Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pv}}},
+		metav1.CreateOptions{FieldManager: "csi-attacher"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vas.Create(ctx, &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "vacase-2"},
+		Spec: storagev1.VolumeAttachmentSpec{Attacher: "ebs.csi.aws.com", NodeName: "node-a", Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pv}}},
+		metav1.CreateOptions{FieldManager: "kube-controller-manager"}); err != nil {
+		t.Fatal(err)
+	}
+	deleteObject(t, vas.Delete, "vacase-1")
+
+	log, clients := faultyClients(t, e.c.RESTConfig())
+	s := collectWith(t, clients, collect.Options{Scope: snapshot.Scope{AllNamespaces: true}}, snapshot.InputObjects, snapshot.InputDeletedAttachments)
+	var deleted []*storagev1.VolumeAttachment
+	for _, va := range s.DeletedAttachments {
+		if strings.HasPrefix(va.Name, "vacase-") {
+			deleted = append(deleted, va)
+		}
+	}
+	if len(deleted) != 1 || deleted[0].Spec.Attacher != "ebs.csi.aws.com" {
+		t.Fatalf("deleted attachments = %v, want vacase-1, whole", deleted)
+	}
+	if lists := log.matching(http.MethodGet, "/apis/storage.k8s.io/v1/volumeattachments"); len(lists) != 1 {
+		t.Errorf("volumeattachments listed %v, want once", lists)
+	}
+	if got, want := deletedObjectNames(s, "vacase-"), []string{"VolumeAttachment /vacase-1"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("objects being deleted = %v, want %v", got, want)
+	}
+	ns := e.namespace(t, "va-scoped")
+	if s := collectWith(t, clients, collect.Options{Scope: snapshot.Scope{Namespace: ns}}, snapshot.InputDeletedAttachments); len(s.DeletedAttachments) != 0 {
+		t.Errorf("a scan of one namespace read %d attachments", len(s.DeletedAttachments))
 	}
 }
