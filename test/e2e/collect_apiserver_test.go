@@ -22,6 +22,8 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -29,6 +31,7 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/collect"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/scan"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
@@ -61,6 +64,9 @@ func TestCollectOnTheAPIServer(t *testing.T) {
 	t.Run("DeletedServicesWholeAndOnce", e.deletedServicesWholeAndOnce)
 	t.Run("PersistentVolumesWholeAndOnce", e.persistentVolumesWholeAndOnce)
 	t.Run("DeletedAttachments", e.deletedAttachments)
+	t.Run("ReadsPodsAndCandidates", e.readsPodsAndCandidates)
+	t.Run("CarriesOutDeclaredReads", e.carriesOutDeclaredReads)
+	t.Run("RecordsFailedCandidateReads", e.recordsFailedCandidateReads)
 	// After the kruise-manager in kruise-system exists.
 	t.Run("ReadsTheLeaderLeaseTwice", e.readsTheLeaderLeaseTwice)
 }
@@ -679,5 +685,259 @@ func (e *collectEnv) deletedAttachments(t *testing.T) {
 	ns := e.namespace(t, "va-scoped")
 	if s := collectWith(t, clients, collect.Options{Scope: snapshot.Scope{Namespace: ns}}, snapshot.InputDeletedAttachments); len(s.DeletedAttachments) != 0 {
 		t.Errorf("a scan of one namespace read %d attachments", len(s.DeletedAttachments))
+	}
+}
+
+// podCase creates, in ns, 6 pods of a workload "web", 4 of "api", a pod "lone" and a pod "gone",
+// each with an annotation the checks read and one they do not, the kubelet's status written
+// through the status subresource. It returns the candidates (web, lone and gone) and deletes
+// gone, which the bulk list has read, when the collector asks for the reads.
+func (e *collectEnv) podCase(t *testing.T, ns string) (cands func(*snapshot.Snapshot) []types.UID, reads func() int) {
+	t.Helper()
+	ctx := t.Context()
+	pods := e.cs.CoreV1().Pods(ns)
+	create := func(name string, labels map[string]string) {
+		t.Helper()
+		p := simplePod(ns, name)
+		p.Labels = labels
+		p.Annotations = map[string]string{"example.com/read": "yes", "cni/state": "big"}
+		got, err := pods.Create(ctx, p, metav1.CreateOptions{FieldManager: "kube-controller-manager"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Status.Phase = corev1.PodPending
+		if _, err := pods.UpdateStatus(ctx, got, metav1.UpdateOptions{FieldManager: "kubelet"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 6 {
+		create(fmt.Sprintf("web-%d", i), map[string]string{"app": "web"})
+	}
+	for i := range 4 {
+		create(fmt.Sprintf("api-%d", i), map[string]string{"app": "api"})
+	}
+	create("lone", nil)
+	create("gone", nil)
+	declared := 0
+	return func(s *snapshot.Snapshot) []types.UID {
+			if declared++; declared == 1 {
+				if err := pods.Delete(ctx, "gone", metav1.DeleteOptions{}); err != nil {
+					t.Errorf("delete gone: %v", err)
+				}
+			}
+			var out []types.UID
+			for _, p := range s.Pods {
+				if p.Namespace == ns && (p.Labels["app"] == "web" || p.Name == "lone" || p.Name == "gone") {
+					out = append(out, p.UID)
+				}
+			}
+			return out
+		}, func() int {
+			return declared
+		}
+}
+
+// onlyMetadataFields reports whether p keeps managedFields, each entry with only its metadata
+// fields, and the labels' among them when p has labels.
+func onlyMetadataFields(t *testing.T, p *corev1.Pod) bool {
+	t.Helper()
+	labels := false
+	for _, m := range p.ManagedFields {
+		if m.FieldsV1 == nil {
+			continue
+		}
+		var set map[string]json.RawMessage
+		if err := json.Unmarshal(m.FieldsV1.Raw, &set); err != nil {
+			t.Fatal(err)
+		}
+		for k := range set {
+			if k != "f:metadata" {
+				return false
+			}
+		}
+		labels = labels || strings.Contains(string(set["f:metadata"]), `"f:labels"`)
+	}
+	return len(p.ManagedFields) > 0 && labels == (len(p.Labels) > 0)
+}
+
+// The bulk list reads every pod metadata-only, keeping only the annotations a check reads; the
+// candidates are read in full (only their metadata field sets kept) with one LIST by label for
+// the workload, at the bulk list's resourceVersion or newer, and a GET for each other.
+func (e *collectEnv) readsPodsAndCandidates(t *testing.T) {
+	for i, tc := range []struct {
+		name     string
+		json     bool
+		pageSize int64
+		// bulk and selected are how many requests the bulk list and the LIST of web take.
+		bulk, selected int
+	}{
+		{name: "protobuf, one streamed response", bulk: 1, selected: 1},
+		{name: "json, one streamed response", json: true, bulk: 1, selected: 1},
+		{name: "protobuf, pages of 4", pageSize: 4, bulk: 3, selected: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := e.namespace(t, fmt.Sprintf("pods-and-candidates-%d", i))
+			cands, _ := e.podCase(t, ns)
+			log := &requestLog{}
+			cfg := e.c.RESTConfig()
+			cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { log.next = rt; return log })
+			newClients := scan.Clients
+			if tc.json {
+				newClients = scan.JSONClients
+			}
+			clients, err := newClients(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := collect.Options{Scope: snapshot.Scope{Namespace: ns}, PageSize: tc.pageSize, PodAnnotations: []string{"example.com/read"},
+				Reads: func(s *snapshot.Snapshot) snapshot.Reads {
+					return snapshot.Reads{Pods: []snapshot.PodReads{{UIDs: cands(s)}}}
+				}}
+			s := collectWith(t, clients, opts, snapshot.InputPods)
+
+			if len(s.Unread) != 0 {
+				t.Errorf("unread = %v", unread(s))
+			}
+			if len(s.Pods) != 12 {
+				t.Fatalf("%d pods listed, want 12", len(s.Pods))
+			}
+			for _, p := range s.Pods {
+				if p.ManagedFields != nil || !reflect.DeepEqual(p.Annotations, map[string]string{"example.com/read": "yes"}) {
+					t.Fatalf("listed pod %s keeps managedFields %v, annotations %v", p.Name, p.ManagedFields, p.Annotations)
+				}
+			}
+			var full []string
+			for _, p := range s.FullPods {
+				full = append(full, p.Name)
+				if !onlyMetadataFields(t, p) {
+					t.Errorf("pod %s keeps field sets other than its metadata's: %v", p.Name, p.ManagedFields)
+				}
+			}
+			slices.Sort(full)
+			if want := []string{"lone", "web-0", "web-1", "web-2", "web-3", "web-4", "web-5"}; !reflect.DeepEqual(full, want) {
+				t.Errorf("pods read in full = %v, want %v", full, want)
+			}
+			var bulk, selected []string
+			for _, r := range log.matching(http.MethodGet, "/api/v1/namespaces/"+ns+"/pods") {
+				if strings.Contains(r, "labelSelector") {
+					selected = append(selected, r)
+				} else {
+					bulk = append(bulk, r)
+				}
+			}
+			limit := fmt.Sprintf("limit=%d", tc.pageSize)
+			for _, r := range bulk {
+				if tc.pageSize > 0 != strings.Contains(r, limit) {
+					t.Errorf("bulk pod list request %s, want page size %d", r, tc.pageSize)
+				}
+			}
+			if len(bulk) != tc.bulk {
+				t.Errorf("bulk pod list requests = %q, want %d", bulk, tc.bulk)
+			}
+			for i, r := range selected {
+				if !strings.Contains(r, "labelSelector=app%3Dweb") || (i == 0) != strings.Contains(r, "resourceVersionMatch=NotOlderThan") {
+					t.Errorf("candidate list request %s: want web's pods at the bulk list's resourceVersion or newer, then its pages", r)
+				}
+			}
+			if len(selected) != tc.selected {
+				t.Errorf("candidate list requests = %q, want %d", selected, tc.selected)
+			}
+			if got := log.matching(http.MethodGet, "/api/v1/namespaces/"+ns+"/pods/gone"); len(got) != 1 {
+				t.Errorf("GETs of gone = %v, want one, answered NotFound", got)
+			}
+		})
+	}
+}
+
+// The checks' reads are declared once; the collector carries out the conditional ones itself as
+// the reads before them make them due: a sample of web first, then the rest of web once the
+// sample is read, and a revision once a pod it concerns is read.
+func (e *collectEnv) carriesOutDeclaredReads(t *testing.T) {
+	ns := e.namespace(t, "declared-reads")
+	e.podCase(t, ns)
+	// The StatefulSet controller's revision (pkg/controller/history/controller_history.go,
+	// CreateControllerRevision).
+	if _, err := e.cs.AppsV1().ControllerRevisions(ns).Create(t.Context(), &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "web-1"},
+		Data: runtime.RawExtension{Raw: []byte(`{}`)}, Revision: 1}, metav1.CreateOptions{FieldManager: "kube-controller-manager"}); err != nil {
+		t.Fatal(err)
+	}
+	uid := func(s *snapshot.Snapshot, name string) types.UID {
+		for _, p := range s.Pods {
+			if p.Namespace == ns && p.Name == name {
+				return p.UID
+			}
+		}
+		t.Fatalf("pod %s not listed", name)
+		return ""
+	}
+	read := func(s *snapshot.Snapshot, uid types.UID) bool { _, full := s.FullPod(uid); return full }
+	declared := 0
+	opts := collect.Options{Scope: snapshot.Scope{Namespace: ns}}
+	opts.Reads = func(s *snapshot.Snapshot) snapshot.Reads {
+		declared++
+		var web []types.UID
+		for i := range 6 {
+			web = append(web, uid(s, fmt.Sprintf("web-%d", i)))
+		}
+		return snapshot.Reads{
+			Pods: []snapshot.PodReads{{UIDs: []types.UID{uid(s, "lone")}},
+				{UIDs: web[:1], All: web, Widen: func(s *snapshot.Snapshot) bool { return read(s, web[0]) }}},
+			Revisions: []snapshot.RevisionReads{{Reads: []snapshot.RevisionRead{{Namespace: ns, Name: "web-1", Full: true}},
+				When: func(s *snapshot.Snapshot) bool { return read(s, web[3]) }}},
+		}
+	}
+	log, clients := faultyClients(t, e.c.RESTConfig())
+	s := collectWith(t, clients, opts, snapshot.InputPods)
+	if declared != 1 {
+		t.Errorf("reads declared %d times, want once", declared)
+	}
+	var full []string
+	for _, p := range s.FullPods {
+		full = append(full, p.Name)
+	}
+	slices.Sort(full)
+	if want := []string{"lone", "web-0", "web-1", "web-2", "web-3", "web-4", "web-5"}; !slices.Equal(full, want) {
+		t.Errorf("pods read in full = %v, want %v", full, want)
+	}
+	if len(s.Revisions) != 1 || string(s.Revisions[0].Data.Raw) != `{}` {
+		t.Errorf("revisions = %v, want web-1 in full", s.Revisions)
+	}
+	var gets []string
+	for _, r := range log.all() {
+		m, rest, _ := strings.Cut(r, " ")
+		p, _, _ := strings.Cut(rest, "?")
+		for _, kind := range []string{"/api/v1/namespaces/" + ns + "/pods/", "/apis/apps/v1/namespaces/" + ns + "/controllerrevisions/"} {
+			if name, ok := strings.CutPrefix(p, kind); ok && m == http.MethodGet {
+				gets = append(gets, name)
+			}
+		}
+	}
+	slices.Sort(gets)
+	if want := []string{"lone", "web-0", "web-1"}; !slices.Equal(gets, want) {
+		t.Errorf("GETs of pods and revisions = %v, want pods lone and web-0, revision web-1", gets)
+	}
+	if lists := log.matching(http.MethodGet, "/api/v1/namespaces/"+ns+"/pods", "labelSelector=app%3Dweb", "resourceVersionMatch=NotOlderThan"); len(lists) != 1 {
+		t.Errorf("candidate lists = %v, want the rest of web in one", lists)
+	}
+}
+
+// A user who may list pods but not get them: the candidates a LIST by label reads are read, the
+// GETs are denied and recorded.
+func (e *collectEnv) recordsFailedCandidateReads(t *testing.T) {
+	ns := e.namespace(t, "candidates-denied")
+	cands, _ := e.podCase(t, ns)
+	const user = "pod-lister"
+	e.grant(t, user, ns, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}})
+	_, clients := faultyClients(t, e.as(user))
+	opts := collect.Options{Scope: snapshot.Scope{Namespace: ns},
+		Reads: func(s *snapshot.Snapshot) snapshot.Reads {
+			return snapshot.Reads{Pods: []snapshot.PodReads{{UIDs: cands(s)}}}
+		}}
+	s := collectWith(t, clients, opts, snapshot.InputPods)
+	if got := unread(s)[snapshot.InputPods]; got != "read candidate pods: forbidden: get pods" {
+		t.Errorf("unread pods = %q", got)
+	}
+	if len(s.FullPods) != 6 {
+		t.Errorf("%d pods read in full, want the 6 a LIST reads", len(s.FullPods))
 	}
 }
