@@ -3,7 +3,6 @@ package collect
 import (
 	"context"
 	"errors"
-	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -55,60 +53,6 @@ func unread(s *snapshot.Snapshot) map[snapshot.Input]string {
 func pod(ns, name string, labels map[string]string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "/" + name), Labels: labels},
 		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}
-}
-
-func TestCollectEventsFilteredByTheServerOrHere(t *testing.T) {
-	event := func(name, typ, apiVersion string) *corev1.Event {
-		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name,
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
-			Type: typ, InvolvedObject: corev1.ObjectReference{APIVersion: apiVersion, Kind: "Pod", Name: "web-1"}}
-	}
-	events := []runtime.Object{event("warning", corev1.EventTypeWarning, "v1"), event("normal", corev1.EventTypeNormal, "v1"),
-		event("cloneset", corev1.EventTypeNormal, kruise.CloneSets.GroupVersion().String())}
-	for _, rejects := range []bool{false, true} {
-		t.Run(fmt.Sprintf("server rejects selectors %v", rejects), func(t *testing.T) {
-			c := newFakeCluster(t, events...)
-			c.serve(kruise.CloneSets.GroupVersion().String(), metav1.APIResource{Name: "clonesets", Kind: "CloneSet", Namespaced: true})
-			var selectors []string
-			c.kube.PrependReactor("list", "events", func(a clienttesting.Action) (bool, runtime.Object, error) {
-				sel := a.(clienttesting.ListAction).GetListRestrictions().Fields
-				selectors = append(selectors, sel.String())
-				if rejects && !sel.Empty() {
-					return true, nil, apierrors.NewBadRequest("field label not supported")
-				}
-				all, err := c.kube.Tracker().List(corev1.SchemeGroupVersion.WithResource("events"), corev1.SchemeGroupVersion.WithKind("Event"), "")
-				if err != nil {
-					return true, nil, err
-				}
-				l := all.(*corev1.EventList)
-				l.Items = slices.DeleteFunc(l.Items, func(e corev1.Event) bool {
-					return !sel.Matches(fields.Set{"type": e.Type, "involvedObject.apiVersion": e.InvolvedObject.APIVersion})
-				})
-				return true, l, nil
-			})
-			s := collect(t, c, allNamespaces, snapshot.InputEvents)
-
-			want := []string{"type=Warning", "involvedObject.apiVersion=apps.kruise.io/v1alpha1,type!=Warning",
-				"involvedObject.apiVersion=apps.kruise.io/v1beta1,type!=Warning"}
-			if rejects {
-				want = []string{"type=Warning", ""}
-			}
-			if !reflect.DeepEqual(selectors, want) {
-				t.Errorf("field selectors = %q, want %q", selectors, want)
-			}
-			var names []string
-			for _, e := range s.Events {
-				names = append(names, e.Name)
-				if e.ManagedFields != nil {
-					t.Errorf("event %s keeps its managedFields", e.Name)
-				}
-			}
-			slices.Sort(names)
-			if want := []string{"cloneset", "warning"}; !reflect.DeepEqual(names, want) || len(s.Unread) != 0 {
-				t.Errorf("events %v, unread %v; want %v and nothing unread", names, s.Unread, want)
-			}
-		})
-	}
 }
 
 func TestCollectObjectsBeingDeleted(t *testing.T) {

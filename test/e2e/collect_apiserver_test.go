@@ -67,6 +67,7 @@ func TestCollectOnTheAPIServer(t *testing.T) {
 	t.Run("ReadsPodsAndCandidates", e.readsPodsAndCandidates)
 	t.Run("CarriesOutDeclaredReads", e.carriesOutDeclaredReads)
 	t.Run("RecordsFailedCandidateReads", e.recordsFailedCandidateReads)
+	t.Run("EventsFilteredByTheServerOrHere", e.eventsFilteredByTheServerOrHere)
 	// After the kruise-manager in kruise-system exists.
 	t.Run("ReadsTheLeaderLeaseTwice", e.readsTheLeaderLeaseTwice)
 }
@@ -939,5 +940,72 @@ func (e *collectEnv) recordsFailedCandidateReads(t *testing.T) {
 	}
 	if len(s.FullPods) != 6 {
 		t.Errorf("%d pods read in full, want the 6 a LIST reads", len(s.FullPods))
+	}
+}
+
+// Events are filtered by the apiserver with field selectors; when it refuses them (a 400, as an
+// apiserver does for a field label it does not support), they are listed unfiltered and
+// filtered here. Either way only the Warnings and the events about OpenKruise objects are kept,
+// without managedFields.
+func (e *collectEnv) eventsFilteredByTheServerOrHere(t *testing.T) {
+	ns := e.namespace(t, "events-filtered")
+	event := func(name, typ string, ref corev1.ObjectReference) {
+		t.Helper()
+		now := metav1.NewTime(time.Now())
+		// The kubelet's event recorder (client-go tools/record) creates them.
+		if _, err := e.cs.CoreV1().Events(ns).Create(t.Context(), &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			InvolvedObject: ref, Type: typ, Reason: "Test", Message: name, Count: 1, FirstTimestamp: now, LastTimestamp: now,
+			Source: corev1.EventSource{Component: "kubelet"}}, metav1.CreateOptions{FieldManager: "kubelet"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	podRef := corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: "web-1"}
+	event("warning", corev1.EventTypeWarning, podRef)
+	event("normal", corev1.EventTypeNormal, podRef)
+	event("cloneset", corev1.EventTypeNormal, corev1.ObjectReference{APIVersion: kruise.CloneSets.GroupVersion().String(), Kind: kruise.KindCloneSet,
+		Namespace: ns, Name: "web"})
+	path := "/api/v1/namespaces/" + ns + "/events"
+	for _, rejects := range []bool{false, true} {
+		t.Run(fmt.Sprintf("server rejects selectors %v", rejects), func(t *testing.T) {
+			var rules []*faultRule
+			if rejects {
+				rules = append(rules, &faultRule{Method: http.MethodGet, Path: regexp.MustCompile("^" + regexp.QuoteMeta(path) + "$"),
+					Query: "fieldSelector=", Code: http.StatusBadRequest})
+			}
+			log, clients := faultyClients(t, e.c.RESTConfig(), rules...)
+			s := collectWith(t, clients, collect.Options{Scope: snapshot.Scope{Namespace: ns}}, snapshot.InputEvents)
+
+			var selectors []string
+			for _, r := range log.matching(http.MethodGet, path) {
+				_, q, _ := strings.Cut(r, "?")
+				v, err := url.ParseQuery(q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The requirements in a stable order: their order means nothing to the apiserver.
+				reqs := strings.Split(v.Get("fieldSelector"), ",")
+				slices.Sort(reqs)
+				selectors = append(selectors, strings.Join(reqs, ","))
+			}
+			want := []string{"type=Warning", "involvedObject.apiVersion=apps.kruise.io/v1alpha1,type!=Warning",
+				"involvedObject.apiVersion=apps.kruise.io/v1beta1,type!=Warning"}
+			if rejects {
+				want = []string{"type=Warning", ""}
+			}
+			if !reflect.DeepEqual(selectors, want) {
+				t.Errorf("field selectors = %q, want %q", selectors, want)
+			}
+			var names []string
+			for _, ev := range s.Events {
+				names = append(names, ev.Name)
+				if ev.ManagedFields != nil {
+					t.Errorf("event %s keeps its managedFields", ev.Name)
+				}
+			}
+			slices.Sort(names)
+			if want := []string{"cloneset", "warning"}; !reflect.DeepEqual(names, want) || len(s.Unread) != 0 {
+				t.Errorf("events %v, unread %v; want %v and nothing unread", names, unread(s), want)
+			}
+		})
 	}
 }

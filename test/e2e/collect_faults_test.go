@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -24,13 +25,15 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/scan"
 )
 
-// faultRule fails the requests of Method whose path matches Path, the first Times of them (0:
+// faultRule fails the requests of Method whose path matches Path (and whose query contains
+// Query), the first Times of them (0:
 // every one) after the first Skip: with the apiserver's Status for Code, with Err before the request is sent (the
 // connection refused or reset), or by forwarding and cutting the answer's last CutLast bytes
 // (the connection broke while the body streamed).
 type faultRule struct {
 	Method  string
 	Path    *regexp.Regexp
+	Query   string
 	Skip    int
 	Times   int
 	Code    int
@@ -52,7 +55,7 @@ func (f *faultyNetwork) rule(req *http.Request) *faultRule {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, r := range f.rules {
-		if r.Method != req.Method || !r.Path.MatchString(req.URL.Path) {
+		if r.Method != req.Method || !r.Path.MatchString(req.URL.Path) || !strings.Contains(req.URL.RawQuery, r.Query) {
 			continue
 		}
 		if r.hits++; r.hits > r.Skip && (r.Times == 0 || r.hits <= r.Skip+r.Times) {
