@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -50,7 +51,7 @@ var fastRetry = retry.Policy{Base: time.Microsecond, Max: time.Microsecond}
 // TestCollectOnTheAPIServer runs the collector in process against a real apiserver: what it
 // reads, what it records when RBAC denies a read, and how it rides out a faulty network.
 func TestCollectOnTheAPIServer(t *testing.T) {
-	k := startKruiseCluster(t)
+	k := startKruiseClusterLogs(t, krLogsNamespace, capiNamespace)
 	k.node(t, krKwokNode, true)
 	e := &collectEnv{k: k, c: k.c, cs: k.cs}
 	t.Run("FailsOnlyWithoutAServerVersion", e.failsOnlyWithoutAServerVersion)
@@ -68,6 +69,7 @@ func TestCollectOnTheAPIServer(t *testing.T) {
 	t.Run("CarriesOutDeclaredReads", e.carriesOutDeclaredReads)
 	t.Run("RecordsFailedCandidateReads", e.recordsFailedCandidateReads)
 	t.Run("EventsFilteredByTheServerOrHere", e.eventsFilteredByTheServerOrHere)
+	t.Run("ReadsTheClusterAPILeaderLogBounded", e.readsTheClusterAPILeaderLogBounded)
 	// After the kruise-manager in kruise-system exists.
 	t.Run("ReadsTheLeaderLeaseTwice", e.readsTheLeaderLeaseTwice)
 }
@@ -725,6 +727,12 @@ func (e *collectEnv) podCase(t *testing.T, ns string) (cands func(*snapshot.Snap
 				if err := pods.Delete(ctx, "gone", metav1.DeleteOptions{}); err != nil {
 					t.Errorf("delete gone: %v", err)
 				}
+				// The collector's GET may be served from the watch cache; wait until it has seen
+				// the deletion, else it may still answer with the pod.
+				eventually(t, 30*time.Second, "the watch cache to drop gone", func(ctx context.Context) (bool, error) {
+					_, err := pods.Get(ctx, "gone", metav1.GetOptions{ResourceVersion: "0"})
+					return apierrors.IsNotFound(err), nil
+				})
 			}
 			var out []types.UID
 			for _, p := range s.Pods {
@@ -1007,5 +1015,81 @@ func (e *collectEnv) eventsFilteredByTheServerOrHere(t *testing.T) {
 				t.Errorf("events %v, unread %v; want %v and nothing unread", names, unread(s), want)
 			}
 		})
+	}
+}
+
+const capiNamespace = "capi-system"
+
+// capiManager runs the Cluster API core controller as its release's
+// infrastructure-components.yaml installs it (config/manager/manager.yaml: container "manager"),
+// its leader pod on the kwok node (kwok serves its log, an empty file) and its leader Lease
+// (controller-runtime's leader election, identity "<pod>_<uuid>").
+func (e *collectEnv) capiManager(t *testing.T) *corev1.Pod {
+	t.Helper()
+	ctx := t.Context()
+	ns := capiNamespace
+	e.k.namespace(t, ns) // ListsDeploymentsPerNamespaceWhenForbiddenClusterWide may have made it
+	labels := map[string]string{"cluster.x-k8s.io/provider": "cluster-api"}
+	one := int32(1)
+	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "registry.k8s.io/cluster-api/cluster-api-controller:v1.10.2"}}}
+	if _, err := e.cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "capi-controller-manager", Labels: labels},
+		Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec}}},
+		metav1.CreateOptions{FieldManager: "clusterctl"}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "capi-controller-manager-6d8f9c7b5-q2w7x", Labels: labels}, Spec: *spec.DeepCopy()}
+	pod.Spec.NodeName = krKwokNode
+	pod.Spec.Tolerations = []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists}}
+	pod, err := e.cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{FieldManager: "kube-controller-manager"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "kwok to run the CAPI leader pod", func(ctx context.Context) (bool, error) {
+		p, err := e.cs.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodRunning, err
+	})
+	holder := pod.Name + "_0b6a2c1e-5d1f-4a8e-9d3c-2f7e1b0a9c8d"
+	if _, err := e.cs.CoordinationV1().Leases(ns).Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "controller-leader-election-capi"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}, metav1.CreateOptions{FieldManager: "manager"}); err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+// The Cluster API leader's log is read bounded (limitBytes, sinceSeconds, with timestamps);
+// a user denied pods/log in capi-system has the read recorded as forbidden.
+func (e *collectEnv) readsTheClusterAPILeaderLogBounded(t *testing.T) {
+	leader := e.capiManager(t)
+	log, clients := faultyClients(t, e.c.RESTConfig())
+	s := collectWith(t, clients, collect.Options{Scope: snapshot.Scope{AllNamespaces: true}},
+		snapshot.InputControllers, snapshot.InputClusterAPI, snapshot.InputClusterAPILogs)
+	if got := unread(s); len(got) != 0 {
+		t.Fatalf("unread = %v", got)
+	}
+	l := s.ClusterAPILog
+	if l == nil || l.Namespace != capiNamespace || l.Pod != leader.Name || l.Container != "manager" || len(l.Lines) != 0 {
+		t.Fatalf("ClusterAPILog = %+v, want the leader's log read, nothing kept from the empty log", l)
+	}
+	reads := log.matching(http.MethodGet, "/api/v1/namespaces/"+capiNamespace+"/pods/"+leader.Name+"/log",
+		"limitBytes=8388608", "sinceSeconds=1800", "timestamps=true", "container=manager")
+	if len(reads) != 1 {
+		t.Errorf("pods/log requests %v, want one bounded by limitBytes and sinceSeconds, with timestamps",
+			log.matching(http.MethodGet, "/api/v1/namespaces/"+capiNamespace+"/pods/"+leader.Name+"/log"))
+	}
+	if s.ControllerNamespaces != nil {
+		t.Errorf("ControllerNamespaces = %q, want nil: every namespace was listed", s.ControllerNamespaces)
+	}
+
+	// A user who may read every controller but not pods/log in capi-system.
+	const user = "no-capi-logs"
+	e.grant(t, user, "", rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "daemonsets"}, Verbs: []string{"list"}},
+		rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}},
+		rbacv1.PolicyRule{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters"}, Verbs: []string{"list"}})
+	_, clients = faultyClients(t, e.as(user))
+	s = collectWith(t, clients, collect.Options{Scope: snapshot.Scope{AllNamespaces: true}}, snapshot.InputControllers, snapshot.InputClusterAPILogs)
+	if got := unread(s)[snapshot.InputClusterAPILogs]; got != "forbidden: get pods/log of "+capiNamespace+"/"+leader.Name {
+		t.Errorf("unread = %v", unread(s))
 	}
 }
