@@ -151,20 +151,3 @@ func TestCollectOpenKruiseAndOptionalAPIs(t *testing.T) {
 		t.Errorf("installed = %v", s.Installed)
 	}
 }
-
-// A SidecarSet that does not decode is named in coverage; the others are read.
-func TestCollectNamesAnUndecodableSidecarSet(t *testing.T) {
-	ss := func(name string, containers any) *unstructured.Unstructured {
-		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet",
-			"metadata": map[string]any{"name": name}, "spec": map[string]any{"containers": containers}}}
-	}
-	c := newFakeCluster(t, ss("mesh", []any{map[string]any{"name": "proxy", "image": "envoy:1.31"}}), ss("broken", "proxy"))
-	c.serve(kruise.SidecarSets.GroupVersion().String(), metav1.APIResource{Name: "sidecarsets", Kind: "SidecarSet"})
-	s := collect(t, c, allNamespaces, snapshot.InputSidecarSets)
-	if len(s.SidecarSets) != 1 || s.SidecarSets[0].Name != "mesh" {
-		t.Errorf("read %d SidecarSets, want mesh", len(s.SidecarSets))
-	}
-	if got := unread(s)[snapshot.InputSidecarSets]; !strings.Contains(got, "decode SidecarSet /broken") {
-		t.Errorf("unread = %q, want the SidecarSet that did not decode named", got)
-	}
-}

@@ -23,6 +23,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -70,6 +71,7 @@ func TestCollectOnTheAPIServer(t *testing.T) {
 	t.Run("RecordsFailedCandidateReads", e.recordsFailedCandidateReads)
 	t.Run("EventsFilteredByTheServerOrHere", e.eventsFilteredByTheServerOrHere)
 	t.Run("ReadsTheClusterAPILeaderLogBounded", e.readsTheClusterAPILeaderLogBounded)
+	t.Run("NamesAnUndecodableSidecarSet", e.namesAnUndecodableSidecarSet)
 	// After the kruise-manager in kruise-system exists.
 	t.Run("ReadsTheLeaderLeaseTwice", e.readsTheLeaderLeaseTwice)
 }
@@ -1091,5 +1093,33 @@ func (e *collectEnv) readsTheClusterAPILeaderLogBounded(t *testing.T) {
 	s = collectWith(t, clients, collect.Options{Scope: snapshot.Scope{AllNamespaces: true}}, snapshot.InputControllers, snapshot.InputClusterAPILogs)
 	if got := unread(s)[snapshot.InputClusterAPILogs]; got != "forbidden: get pods/log of "+capiNamespace+"/"+leader.Name {
 		t.Errorf("unread = %v", unread(s))
+	}
+}
+
+// A SidecarSet that does not decode is named in coverage; the others are read. The test CRD
+// leaves spec schemaless (test/testdata/crds), so the apiserver stores a containers field of the
+// wrong type.
+func (e *collectEnv) namesAnUndecodableSidecarSet(t *testing.T) {
+	res := e.k.dyn.Resource(kruise.SidecarSets)
+	for name, containers := range map[string]any{"sscase-mesh": []any{map[string]any{"name": "proxy", "image": "envoy:1.31"}}, "sscase-broken": "proxy"} {
+		ss := &unstructured.Unstructured{Object: map[string]any{"apiVersion": kruise.SidecarSets.GroupVersion().String(), "kind": "SidecarSet",
+			"metadata": map[string]any{"name": name}, "spec": map[string]any{"containers": containers}}}
+		if _, err := res.Create(t.Context(), ss, metav1.CreateOptions{FieldManager: "kubectl-client-side-apply"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, clients := faultyClients(t, e.c.RESTConfig())
+	s := collectWith(t, clients, collect.Options{Scope: snapshot.Scope{AllNamespaces: true}}, snapshot.InputSidecarSets)
+	var read []string
+	for _, ss := range s.SidecarSets {
+		if strings.HasPrefix(ss.Name, "sscase-") {
+			read = append(read, ss.Name)
+		}
+	}
+	if !reflect.DeepEqual(read, []string{"sscase-mesh"}) {
+		t.Errorf("read SidecarSets %v, want sscase-mesh", read)
+	}
+	if got := unread(s)[snapshot.InputSidecarSets]; !strings.Contains(got, "decode SidecarSet /sscase-broken") {
+		t.Errorf("unread = %q, want the SidecarSet that did not decode named", got)
 	}
 }
