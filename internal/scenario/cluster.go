@@ -36,7 +36,7 @@ func ClusterOptions(dir string) (testcluster.Options, Files, error) {
 	}
 	config := filepath.Join(dir, "kwok.yaml")
 	stages := kubelet.Stages + kubelet.ResizeDeferred + kubelet.ContainerRestarts +
-		kubelet.ClusterLogs(kruisemanager.Namespace, kruisemanager.Container, files.ManagerLog)
+		kubelet.ClusterLogs(kruisemanager.Container, files.ManagerLog, kruisemanager.Namespace)
 	if err := os.WriteFile(config, []byte(stages), 0o600); err != nil {
 		return testcluster.Options{}, files, fmt.Errorf("scenario files: %w", err)
 	}

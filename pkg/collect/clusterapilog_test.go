@@ -9,7 +9,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
@@ -49,53 +48,11 @@ func capiManager() (*appsv1.Deployment, *coordinationv1.Lease) {
 	return dep, lease
 }
 
-func TestCollectReadsTheClusterAPILeaderLogBounded(t *testing.T) {
-	dep, lease := capiManager()
-	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "argocd", Name: "argocd-application-controller"}}
-	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "agents", Name: "node-agent"}}
-	c := newFakeCluster(t, dep, lease, sts, ds)
-	c.serve(capiCluster.GroupVersion().String(), metav1.APIResource{Name: "clusters", Kind: "Cluster", Namespaced: true})
-	s := collect(t, c, allNamespaces, snapshot.InputControllers, snapshot.InputClusterAPI, snapshot.InputClusterAPILogs)
-	if len(s.Deployments) != 1 || len(s.StatefulSets) != 1 || len(s.DaemonSets) != 1 {
-		t.Errorf("read %d Deployments, %d StatefulSets, %d DaemonSets; want one each", len(s.Deployments), len(s.StatefulSets), len(s.DaemonSets))
-	}
-	if len(s.Unread) != 0 {
-		t.Fatalf("unread = %v", unread(s))
-	}
-	l := s.ClusterAPILog
-	if l == nil || l.Namespace != "capi-system" || l.Pod != "capi-controller-manager-6d8f9c7b5-q2w7x" || l.Container != "manager" || len(l.Lines) != 0 {
-		t.Fatalf("ClusterAPILog = %+v, want the leader's log read, nothing kept from the fake's", l)
-	}
-	var opts *corev1.PodLogOptions
-	for _, a := range c.kube.Actions() {
-		if g, ok := a.(clienttesting.GenericAction); ok && a.GetSubresource() == "log" {
-			opts, _ = g.GetValue().(*corev1.PodLogOptions)
-		}
-	}
-	if opts == nil || opts.LimitBytes == nil || *opts.LimitBytes != 8<<20 || opts.SinceSeconds == nil || *opts.SinceSeconds != 1800 || !opts.Timestamps {
-		t.Errorf("pods/log options = %+v, want bounded by limitBytes and sinceSeconds, with timestamps", opts)
-	}
-	if s.ControllerNamespaces != nil {
-		t.Errorf("ControllerNamespaces = %q, want nil: every namespace was listed", s.ControllerNamespaces)
-	}
-}
-
 func TestCollectSkipsTheClusterAPILogWithoutClusterAPI(t *testing.T) {
 	dep, lease := capiManager()
 	c := newFakeCluster(t, dep, lease)
 	s := collect(t, c, allNamespaces, snapshot.InputControllers, snapshot.InputClusterAPILogs)
 	if s.ClusterAPILog != nil || len(s.Unread) != 0 {
 		t.Errorf("ClusterAPILog = %+v, unread %v: want nothing read when cluster.x-k8s.io is not served", s.ClusterAPILog, unread(s))
-	}
-}
-
-func TestCollectRecordsAForbiddenClusterAPILog(t *testing.T) {
-	dep, lease := capiManager()
-	c := newFakeCluster(t, dep, lease)
-	c.serve(capiCluster.GroupVersion().String(), metav1.APIResource{Name: "clusters", Kind: "Cluster", Namespaced: true})
-	c.forbid("get", "pods", "capi-system")
-	s := collect(t, c, allNamespaces, snapshot.InputControllers, snapshot.InputClusterAPILogs)
-	if got := unread(s)[snapshot.InputClusterAPILogs]; got != "forbidden: get pods/log of capi-system/capi-controller-manager-6d8f9c7b5-q2w7x" {
-		t.Errorf("unread = %v", unread(s))
 	}
 }

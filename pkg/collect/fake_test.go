@@ -125,26 +125,11 @@ type coreOverREST struct {
 
 func (c coreOverREST) RESTClient() rest.Interface { return c.rest }
 
-// podServer answers pod LISTs as an apiserver does: metadata-only or full, in protobuf unless
-// json is set, paged by limit and continue, filtered by namespace and label selector.
+// podServer answers pod LISTs as an apiserver does: metadata-only or full, in protobuf when
+// asked, paged by limit and continue, filtered by namespace and label selector.
 type podServer struct {
 	mu   sync.Mutex
 	pods []corev1.Pod
-	json bool
-	// status, when set, answers every request with that error status.
-	status int
-	// body, when set, is every response's body.
-	body []byte
-	// faults, by request number (0-based), answer that request with a fault instead.
-	faults map[int]podFault
-	// reqs are the namespace and query of each request.
-	reqs []string
-}
-
-func (s *podServer) requests() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.reqs...)
 }
 
 func (s *podServer) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -155,19 +140,6 @@ func (s *podServer) RoundTrip(req *http.Request) (*http.Response, error) {
 		ns, _, _ = strings.Cut(rest, "/")
 	}
 	q := req.URL.Query()
-	s.reqs = append(s.reqs, ns+"?"+req.URL.RawQuery)
-	fault := s.faults[len(s.reqs)-1]
-	if fault.status != 0 {
-		return respondStatus(req, fault.status), nil
-	}
-	if s.status != 0 {
-		st := apierrors.NewGenericServerResponse(s.status, "list", schema.GroupResource{Resource: "pods"}, "", "refused", 0, false).ErrStatus
-		st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
-		return respond(req, s.status, "application/json", mustJSON(st)), nil
-	}
-	if s.body != nil {
-		return respond(req, http.StatusOK, "application/vnd.kubernetes.protobuf", s.body), nil
-	}
 	sel, err := labels.Parse(q.Get("labelSelector"))
 	if err != nil {
 		return nil, err
@@ -199,35 +171,14 @@ func (s *podServer) RoundTrip(req *http.Request) (*http.Response, error) {
 	} else {
 		list = &corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, ListMeta: lm, Items: match}
 	}
-	if s.json || !strings.HasPrefix(accept, "application/vnd.kubernetes.protobuf") {
+	if !strings.HasPrefix(accept, "application/vnd.kubernetes.protobuf") {
 		return respond(req, http.StatusOK, "application/json", mustJSON(list)), nil
 	}
 	raw, err := list.Marshal()
 	if err != nil {
 		return nil, err
 	}
-	body := protoEnvelope(raw)
-	if fault.cutLast > 0 {
-		body = body[:len(body)-fault.cutLast]
-	}
-	return respond(req, http.StatusOK, "application/vnd.kubernetes.protobuf", body), nil
-}
-
-// podFault is one request's fault: an error status, or a body whose last cutLast bytes never
-// arrive (the connection broke).
-type podFault struct {
-	status  int
-	cutLast int
-}
-
-// respondStatus answers with the apiserver's Status for code (410: an expired continue token).
-func respondStatus(req *http.Request, code int) *http.Response {
-	st := apierrors.NewGenericServerResponse(code, "list", schema.GroupResource{Resource: "pods"}, "", "refused", 0, false).ErrStatus
-	if code == http.StatusGone {
-		st = apierrors.NewResourceExpired("the provided continue parameter is too old").ErrStatus
-	}
-	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
-	return respond(req, code, "application/json", mustJSON(st))
+	return respond(req, http.StatusOK, "application/vnd.kubernetes.protobuf", protoEnvelope(raw)), nil
 }
 
 // protoEnvelope wraps an encoded object as the apiserver sends it: the magic, then a

@@ -339,13 +339,20 @@ func TestKruiseChecks(t *testing.T) {
 
 func startKruiseCluster(t *testing.T) *krEnv {
 	t.Helper()
+	return startKruiseClusterLogs(t, krLogsNamespace)
+}
+
+// startKruiseClusterLogs is startKruiseCluster with kwok serving the log of the manager
+// container of every pod in the namespaces given.
+func startKruiseClusterLogs(t *testing.T, namespaces ...string) *krEnv {
+	t.Helper()
 	dir := t.TempDir()
 	logFile := filepath.Join(dir, "kruise-manager.log")
 	if err := os.WriteFile(logFile, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// kwok serves the log of the manager container of every pod in krLogsNamespace from logFile.
-	config := kubelet.ClusterLogs(krLogsNamespace, "manager", logFile)
+	// kwok serves the log of the manager container of every pod in namespaces from logFile.
+	config := kubelet.ClusterLogs("manager", logFile, namespaces...)
 	configFile := filepath.Join(dir, "kwok.yaml")
 	if err := os.WriteFile(configFile, []byte(config), 0o600); err != nil {
 		t.Fatal(err)

@@ -1,11 +1,14 @@
 package kubelet
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // ClusterLogs is a kwok config document that has kwok serve, as the log of the named container
-// of every pod in namespace (pods/log through the apiserver and kwok's kubelet API), the file
+// of every pod in the namespaces (pods/log through the apiserver and kwok's kubelet API), the file
 // logFile, which the kruise-manager's stand-in writes.
-func ClusterLogs(namespace, container, logFile string) string {
+func ClusterLogs(container, logFile string, namespaces ...string) string {
 	return fmt.Sprintf(`---
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: ClusterLogs
@@ -17,5 +20,5 @@ spec:
   logs:
   - containers: [%s]
     logsFile: %s
-`, namespace, container, logFile)
+`, strings.Join(namespaces, ", "), container, logFile)
 }
