@@ -68,6 +68,11 @@ func TestAnswersStaleScanDiffers(t *testing.T) {
 	if problems := look(0, fresh, moved, moved).differs(2); len(problems) != 1 || !strings.Contains(problems[0], "exited 0") {
 		t.Errorf("want the moved exit code named, got %q", problems)
 	}
+	// A test that polls accepted 0 or 2 of its scan (a deletion becoming overdue): a fresh scan
+	// that now reports the finding stands in for it.
+	if problems := look(2, fresh, moved, moved).differs(0, 2); len(problems) != 0 {
+		t.Errorf("a fresh scan with an accepted exit code differs: %q", problems)
+	}
 	// The comparison stays strict: a lost line, a root cause, a blocker are differences.
 	lost := stuckRollout(event(noEndpoints, "5", "3s"))
 	other := stuckRollout(event(noEndpoints, "5", "3s"), event(deadline, "2", "1s"))

@@ -33,8 +33,11 @@ type pluginRun struct {
 	args           []string
 	stdout, stderr string
 	code           int
-	began          time.Time // by the test's clock
-	took           time.Duration
+	// accepted are the exit codes the test accepted of this run (wantExit); a fresh scan that
+	// stands in for it (agreed) must exit with one of them.
+	accepted []int
+	began    time.Time // by the test's clock
+	took     time.Duration
 }
 
 // scan runs `scan args...`; a non-zero exit is for the caller to judge (wantExit).
@@ -62,6 +65,7 @@ func (r *pluginRun) wantExit(codes ...int) *pluginRun {
 	if !slices.Contains(codes, r.code) {
 		r.t.Fatalf("%s: exit %d, want %s\nstdout:\n%s\nstderr:\n%s", strings.Join(r.args, " "), r.code, exitCodes(codes), r.stdout, r.stderr)
 	}
+	r.accepted = codes
 	return r
 }
 
