@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-	"testing/fstest"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -231,15 +230,41 @@ type Bundle struct {
 	Report   *report.Report
 	Index    Index
 	fsys     fs.FS
+	// unpacked is the temporary directory an archive was unpacked into ("" for a directory).
+	unpacked string
+}
+
+// Close removes what opening an archive unpacked. The Bundle is not to be read after it.
+func (b *Bundle) Close() error {
+	if b == nil || b.unpacked == "" {
+		return nil
+	}
+	if err := os.RemoveAll(b.unpacked); err != nil {
+		return fmt.Errorf("remove unpacked bundle: %w", err)
+	}
+	b.unpacked = ""
+	return nil
 }
 
 // Open opens the bundle at p: an archive (.tgz, .tar.gz) or a directory. A capture's own
 // bundle has bundle.yaml at its root; anything else is tried as a foreign capture.
 func Open(p string) (*Bundle, error) {
-	fsys, err := openFS(p)
+	fsys, unpacked, err := openFS(p)
 	if err != nil {
 		return nil, err
 	}
+	b, err := open(p, fsys)
+	if err != nil {
+		if unpacked != "" {
+			os.RemoveAll(unpacked)
+		}
+		return nil, err
+	}
+	b.unpacked = unpacked
+	return b, nil
+}
+
+func open(p string, fsys fs.FS) (*Bundle, error) {
 	raw, err := fs.ReadFile(fsys, ManifestFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		src, ferr := openForeign(fsys)
@@ -278,7 +303,11 @@ func Open(p string) (*Bundle, error) {
 // leave the process (Source.Transport answers them).
 func Address() string { return replayAddress }
 
-func (b *Bundle) body(name string) ([]byte, error) {
+func (b *Bundle) body(name string) (io.ReadCloser, error) {
+	return b.fsys.Open(path.Join(ResponsesDir, name))
+}
+
+func (b *Bundle) bodyBytes(name string) ([]byte, error) {
 	return fs.ReadFile(b.fsys, path.Join(ResponsesDir, name))
 }
 
@@ -293,22 +322,25 @@ func readJSON(fsys fs.FS, name string, into any) error {
 	return nil
 }
 
-// maxArchiveBytes bounds what an archive may unpack to in memory: a bundle of a 100k-pod
-// cluster is well below it, a tar bomb is not.
+// maxArchiveBytes bounds what an archive may unpack to: a bundle of a 100k-pod cluster is well
+// below it, a tar bomb is not.
 const maxArchiveBytes = 8 << 30
 
-// openFS opens a directory as it is, and reads a gzip'd tar (or a plain tar) into memory.
-func openFS(p string) (fs.FS, error) {
+// openFS opens a directory as it is, and unpacks a gzip'd tar (or a plain tar) into a temporary
+// directory, returned as unpacked for the caller to remove: the answers of a large cluster (its
+// pod list alone is hundreds of MB of JSON) are then read from disk as a scan asks for them,
+// never all held in memory.
+func openFS(p string) (fsys fs.FS, unpacked string, err error) {
 	info, err := os.Stat(p)
 	if err != nil {
-		return nil, fmt.Errorf("open bundle: %w", err)
+		return nil, "", fmt.Errorf("open bundle: %w", err)
 	}
 	if info.IsDir() {
-		return os.DirFS(p), nil
+		return os.DirFS(p), "", nil
 	}
 	f, err := os.Open(p)
 	if err != nil {
-		return nil, fmt.Errorf("open bundle: %w", err)
+		return nil, "", fmt.Errorf("open bundle: %w", err)
 	}
 	defer f.Close()
 	var r io.Reader = f
@@ -316,35 +348,55 @@ func openFS(p string) (fs.FS, error) {
 		defer gz.Close()
 		r = gz
 	} else if _, serr := f.Seek(0, io.SeekStart); serr != nil {
-		return nil, fmt.Errorf("open bundle %s: %w", p, serr)
+		return nil, "", fmt.Errorf("open bundle %s: %w", p, serr)
 	}
-	mem := fstest.MapFS{}
-	tr := tar.NewReader(r)
+	dir, err := os.MkdirTemp("", "workloaddoctor-bundle-")
+	if err != nil {
+		return nil, "", fmt.Errorf("open bundle %s: %w", p, err)
+	}
+	if err := unpack(tar.NewReader(r), dir); err != nil {
+		os.RemoveAll(dir)
+		return nil, "", fmt.Errorf("open %s: %w", p, err)
+	}
+	return os.DirFS(dir), dir, nil
+}
+
+// unpack writes the regular files of tr below dir; names that would leave it are skipped.
+func unpack(tr *tar.Reader, dir string) error {
 	var total int64
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			break
+			return nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("open %s: not a bundle (a directory or a .tgz archive): %w", p, err)
+			return fmt.Errorf("not a bundle (a directory or a .tgz archive): %w", err)
 		}
 		if h.Typeflag != tar.TypeReg {
 			continue
 		}
 		total += h.Size
 		if total > maxArchiveBytes {
-			return nil, fmt.Errorf("open %s: the archive unpacks to more than %d bytes", p, int64(maxArchiveBytes))
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			return nil, fmt.Errorf("open %s: %w", p, err)
+			return fmt.Errorf("the archive unpacks to more than %d bytes", int64(maxArchiveBytes))
 		}
 		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
 		if !fs.ValidPath(name) {
 			continue
 		}
-		mem[name] = &fstest.MapFile{Data: data, Mode: 0o644, ModTime: h.ModTime}
+		dst := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+			return err
+		}
+		out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(out, io.LimitReader(tr, h.Size))
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("unpack %s: %w", name, err)
+		}
 	}
-	return mem, nil
 }

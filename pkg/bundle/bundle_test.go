@@ -158,6 +158,21 @@ func TestArchiveRoundTrip(t *testing.T) {
 		if u, ok := b.Object("v1", "ConfigMap", "configmaps", "ns", "cm"); !ok || u.GetResourceVersion() == "" {
 			t.Errorf("%s: the recorded ConfigMap was not found: %v", dest, u)
 		}
+		// An archive is unpacked to disk (its answers are streamed from there), and Close removes
+		// that; a directory is read where it is and kept.
+		unpacked := b.unpacked
+		if (unpacked != "") != strings.HasSuffix(dest, ".tgz") {
+			t.Errorf("%s: unpacked into %q", dest, unpacked)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(unpacked); unpacked != "" && !os.IsNotExist(err) {
+			t.Errorf("%s: %s left after Close: %v", dest, unpacked, err)
+		}
+		if _, err := os.Stat(dest); err != nil {
+			t.Errorf("%s: Close removed the bundle itself: %v", dest, err)
+		}
 	}
 	junk := filepath.Join(t.TempDir(), "junk.tgz")
 	if err := os.WriteFile(junk, []byte("not an archive"), 0o644); err != nil {

@@ -21,7 +21,7 @@ func (b *Bundle) Object(apiVersion, kind, resource, namespace, name string) (*un
 			if a.Status != 200 || !strings.HasPrefix(a.ContentType, "application/json") {
 				continue
 			}
-			raw, err := b.body(a.File)
+			raw, err := b.bodyBytes(a.File)
 			if err != nil {
 				continue
 			}

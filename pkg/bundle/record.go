@@ -108,8 +108,8 @@ func (r *Recorder) Bytes() int64 {
 }
 
 // body reads a recorded body back.
-func (r *Recorder) body(file string) ([]byte, error) {
-	return os.ReadFile(filepath.Join(r.dir, file))
+func (r *Recorder) body(file string) (io.ReadCloser, error) {
+	return os.Open(filepath.Join(r.dir, file))
 }
 
 type recording struct {

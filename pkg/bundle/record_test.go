@@ -90,7 +90,12 @@ func TestRecordingTeesTheBodyAsItIsRead(t *testing.T) {
 		if len(answers) != 1 {
 			return nil, false
 		}
-		b, err := rec.body(answers[0].File)
+		f, err := rec.body(answers[0].File)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		b, err := io.ReadAll(f)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,6 @@
 package bundle
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,14 +16,15 @@ import (
 // *source.NotCapturedError, which is not transient: the scan records the input unread.
 type Replayer struct {
 	index  Index
-	bodies func(file string) ([]byte, error)
+	bodies func(file string) (io.ReadCloser, error)
 
 	mu   sync.Mutex
 	next map[string]int
 }
 
-// NewReplayer answers from index, reading bodies by file name.
-func NewReplayer(index Index, bodies func(file string) ([]byte, error)) *Replayer {
+// NewReplayer answers from index, opening bodies by file name: each is streamed to the client as
+// it reads, so a recorded list of every pod is never held whole.
+func NewReplayer(index Index, bodies func(file string) (io.ReadCloser, error)) *Replayer {
 	return &Replayer{index: index, bodies: bodies, next: map[string]int{}}
 }
 
@@ -61,6 +61,6 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 	return &http.Response{
 		Status: fmt.Sprintf("%d %s", a.Status, http.StatusText(a.Status)), StatusCode: a.Status,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: h, Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: req,
+		Header: h, Body: body, ContentLength: -1, Request: req,
 	}, nil
 }

@@ -198,7 +198,14 @@ context has findings at or above --fail-on, else 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.FromBundle != "" {
-				if err := o.completeBundle(cmd); err != nil {
+				err := o.completeBundle(cmd)
+				// An archive is unpacked to a temporary directory: removed however the scan ends.
+				defer func() {
+					if err := o.bundle.Close(); err != nil {
+						fmt.Fprintf(o.ErrOut, "warning: %v\n", err)
+					}
+				}()
+				if err != nil {
 					return &ExitError{Code: ExitFailure, Err: err}
 				}
 			} else if err := o.Complete(); err != nil {
@@ -244,6 +251,7 @@ func (o *ScanOptions) completeBundle(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	o.bundle = b // closed by the caller, whatever follows
 	opts, err := offlineOptions(cmd, namespaceFlag(o.config), &o.scanFlags, o.reg, b)
 	if err != nil {
 		return err
@@ -251,7 +259,7 @@ func (o *ScanOptions) completeBundle(cmd *cobra.Command) error {
 	if opts.Exemptions, err = o.exemptionFlags.policy(o.reg); err != nil {
 		return err
 	}
-	o.opts, o.bundle = opts, b
+	o.opts = opts
 	return nil
 }
 

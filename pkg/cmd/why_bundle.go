@@ -38,6 +38,11 @@ func (o *WhyOptions) runBundle(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return fail(err)
 	}
+	defer func() {
+		if err := b.Close(); err != nil {
+			fmt.Fprintf(o.ErrOut, "warning: %v\n", err)
+		}
+	}()
 	// -n is the object's namespace here, not a scope: the scope is the plan's.
 	ns := namespaceFlag(o.config)
 	opts, err := offlineOptions(cmd, "", &o.scanFlags, o.reg, b)
