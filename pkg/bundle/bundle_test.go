@@ -149,6 +149,7 @@ func TestArchiveRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { _ = b.Close() })
 		if !b.Source.CapturedAt.Equal(at) || b.Source.ClusterID != "uid-1" || b.Manifest.Plan.Namespace != "ns" || b.Manifest.Requests != 3 {
 			t.Errorf("%s: opened %+v, %+v", dest, b.Source, b.Manifest)
 		}

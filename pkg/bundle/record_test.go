@@ -239,6 +239,9 @@ func TestBundleNeverOverwrites(t *testing.T) {
 				if err != nil || b.Manifest.Context != "first" || b.Manifest.Requests != 3 {
 					t.Errorf("%s: opened %v, %v: want the first capture's bundle", dest, b, err)
 				}
+				if err == nil {
+					_ = b.Close()
+				}
 			}
 
 			// A file appears at the archive's path while the scan runs.

@@ -68,6 +68,7 @@ func captureAndReplayAt(t testing.TB, p plugin, scanArgs []string, path string) 
 	if err != nil {
 		t.Fatalf("open the capture: %v", err)
 	}
+	t.Cleanup(func() { closeBundle(t, b) })
 	run := p.offline(t).run(t, append(append([]string{"scan"}, scanArgs...), "--from-bundle", path))
 	if !strings.Contains(strings.Join(scanArgs, " "), "json") {
 		t.Fatalf("captureAndReplay: %v is not a scan -o json", scanArgs)
@@ -131,4 +132,11 @@ func liveDiffers(live, offline *report.Report) []string {
 		problems = append(problems, fmt.Sprintf("unread inputs: live %v, offline %v", live.Coverage.Unread, offline.Coverage.Unread))
 	}
 	return problems
+}
+
+// closeBundle removes what opening an archive unpacked.
+func closeBundle(t testing.TB, b *bundle.Bundle) {
+	if err := b.Close(); err != nil {
+		t.Errorf("close the capture: %v", err)
+	}
 }
