@@ -101,14 +101,16 @@ func main() {
 		os.Exit(1)
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := notifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, cfg.timeout, fmt.Errorf("stopped: -timeout %s passed", cfg.timeout))
 	defer cancel()
 	ctx, stopWatch := watchMemory(ctx, 1<<30)
 	defer stopWatch()
 	if err := run(ctx, cfg); err != nil {
-		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+		// What stopped a long run (a signal, the timeout, the memory guard) is said, not only
+		// "context canceled".
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
 			err = fmt.Errorf("%w (%v)", err, cause)
 		}
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
@@ -119,4 +121,19 @@ func main() {
 // logf writes a timestamped progress line to stderr.
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// notifyContext is signal.NotifyContext whose cause names the signal received.
+func notifyContext(parent context.Context, signals ...os.Signal) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, signals...)
+	go func() {
+		select {
+		case sig := <-ch:
+			cancel(fmt.Errorf("stopped: received %v", sig))
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { signal.Stop(ch); cancel(nil) }
 }
