@@ -60,11 +60,11 @@ type Options struct {
 	// Reads returns the targeted reads the checks declare: the pods to read in full and the
 	// ControllerRevisions to read. It is asked once, on the indexed metadata-only snapshot.
 	Reads func(*snapshot.Snapshot) snapshot.Reads
-	// AsksAllControllers runs the checks on the snapshot as read and says whether one searched
-	// the controllers' workloads of every namespace (Snapshot.AllControllersAsked). A
-	// one-namespace scope lists them near its namespace only, and in every namespace when it
-	// says so; without it, always.
-	AsksAllControllers func(*snapshot.Snapshot) bool
+	// AsksWorkloads runs the checks on the snapshot as read and returns what they searched every
+	// namespace's controller workloads for (Snapshot.AskedWorkloads). A one-namespace scope lists
+	// them near its namespace only and reads the matches of those searches in every namespace;
+	// without it, it lists them all.
+	AsksWorkloads func(*snapshot.Snapshot) []snapshot.WorkloadQuery
 	// NodesByName reads only the nodes (and their heartbeat Leases) the checks declare, by name,
 	// instead of listing every node: what one object's diagnosis needs. A scan of a namespace or
 	// the cluster lists them, which costs less than a GET per node once many are named.
@@ -169,7 +169,7 @@ func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Inp
 		reads = &r
 	}
 	// Without the checks' declarations, whether they search every workload is unknown.
-	if col.nearControllers && (reads == nil || opts.AsksAllControllers == nil) {
+	if col.nearControllers && (reads == nil || opts.AsksWorkloads == nil) {
 		col.widenControllers(ctx)
 		col.snap.Index()
 	}
@@ -180,12 +180,11 @@ func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Inp
 	col.snap.Index()
 	// Whether a check searches every namespace's workloads depends on what it finds (a pod on a
 	// NotReady node needs none; a finalizer's unknown owner does), so the checks are asked on
-	// the snapshot as read, with the evidence: the cluster-wide lists are made only for them.
-	// Widening adds workloads of other namespaces only, which no read above depends on: the near
+	// the snapshot as read, with the evidence, and only what they search for is read.
+	// This adds workloads of other namespaces only, which no read above depends on: the near
 	// read is kept only when every controller is at its configured place.
-	if col.nearControllers && opts.AsksAllControllers(col.snap) {
-		col.widenControllers(ctx)
-		col.snap.Index()
+	if col.nearControllers {
+		col.readAskedWorkloads(ctx)
 	}
 	return col.snap, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/fault"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/internal/uniq"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/knowledge"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/snapshot"
 )
 
@@ -37,20 +38,18 @@ func (col *collector) readControllerWorkloads(ctx context.Context) ([]*appsv1.De
 // the scope's namespace and of the namespaces the kruise-manager and the Cluster API controller
 // are configured in, listed whole. That is all the checks use of them unless one searches them
 // all: stuck-terminating looks for a finalizer's owner or kwok's controller among every workload
-// (by image, name or container name) and says so on the snapshot (Snapshot.AskAllControllers),
-// and widenControllers then lists them all. The near read is kept only when each installed
-// controller's Deployment is found at its configured place: else it may run anywhere, found by
-// image (kruise.FindManager), and the cluster-wide read answers that. ok is false when the
-// scope is every namespace, the checks' declarations are not known, a list failed or a
-// controller was not at its place.
+// (by image, name or container name) and says so on the snapshot (Snapshot.AskWorkloads), and
+// readAskedWorkloads then reads the matches. An installed controller whose Deployment is not at
+// its configured place may run anywhere, found by image (kruise.FindManager, clusterAPIManager):
+// those running its image in any namespace are read too (matchWorkloads). ok is false when the
+// scope is every namespace, the checks' declarations are not known, or a read failed.
 func (col *collector) readNearControllerWorkloads(ctx context.Context) ([]*appsv1.Deployment, bool) {
 	scope := col.namespace()
 	// Without the checks' declaration (Options.Reads) the near read would always be widened.
-	if scope == "" || col.opts.Reads == nil || col.opts.AsksAllControllers == nil || !col.want[snapshot.InputPods] {
+	if scope == "" || col.opts.Reads == nil || col.opts.AsksWorkloads == nil || !col.want[snapshot.InputPods] {
 		return nil, false
 	}
 	set := col.opts.Settings
-	places := map[string]string{} // namespace -> the name of the Deployment that must be there
 	var near []string
 	if col.snap.Installed[GroupKruise] {
 		near = append(near, set.KruiseNamespace)
@@ -92,22 +91,32 @@ func (col *collector) readNearControllerWorkloads(ctx context.Context) ([]*appsv
 	if err := g.Wait(); err != nil {
 		return nil, false // the cluster-wide read says what was refused or failed
 	}
-	if col.snap.Installed[GroupKruise] {
-		places[set.KruiseNamespace] = set.KruiseDeployment
+	// A controller not at its configured place is looked for by image, as kruise.FindManager and
+	// clusterAPIManager do, among every namespace's workloads.
+	at := func(ns, name string) bool {
+		return slices.ContainsFunc(deps, func(d *appsv1.Deployment) bool { return d.Namespace == ns && d.Name == name })
 	}
-	if col.snap.Installed[GroupClusterAPI] {
-		if name, dup := places[knowledge.ClusterAPIManager.Namespace]; dup && name != knowledge.ClusterAPIManager.Name {
-			return nil, false // two Deployments wanted in one namespace: keep the check simple
-		}
-		places[knowledge.ClusterAPIManager.Namespace] = knowledge.ClusterAPIManager.Name
+	var search []snapshot.WorkloadQuery
+	if col.snap.Installed[GroupKruise] && !at(set.KruiseNamespace, set.KruiseDeployment) {
+		search = append(search, snapshot.WorkloadQuery{ImageRepository: kruise.ManagerImageRepository})
 	}
-	for ns, name := range places {
-		if !slices.ContainsFunc(deps, func(d *appsv1.Deployment) bool { return d.Namespace == ns && d.Name == name }) {
+	if w := knowledge.ClusterAPIManager; col.snap.Installed[GroupClusterAPI] && !at(w.Namespace, w.Name) {
+		search = append(search, snapshot.WorkloadQuery{ImageRepository: knowledge.ClusterAPIImage})
+	}
+	var found workloads
+	if len(search) > 0 {
+		var ok bool
+		if found, ok = col.matchWorkloads(ctx, search); !ok {
 			return nil, false
 		}
 	}
+	deps, sets, daemons = appendNew(deps, found.deps), appendNew(sets, found.sets), appendNew(daemons, found.daemons)
 	col.add(func(s *snapshot.Snapshot) {
 		s.Deployments, s.StatefulSets, s.DaemonSets, s.ControllersNear = deps, sets, daemons, true
+		for _, ns := range near {
+			s.HoldWorkloads(snapshot.WorkloadQuery{Namespace: ns})
+		}
+		s.HoldWorkloads(search...)
 	})
 	col.nearControllers = true
 	return deps, true
@@ -202,11 +211,8 @@ func (col *collector) readAllControllerWorkloads(ctx context.Context) ([]*appsv1
 func lister[L interface{ GetContinue() string }, T any, C interface {
 	List(context.Context, metav1.ListOptions) (L, error)
 }](col *collector, resource string, client func(ns string) C, items func(L) []T, into *[]*T) workloadList {
-	return func(ctx context.Context, ns string) error {
-		got, err := listAll(ctx, col, "apps/"+resource+" "+where(ns), client(ns).List, items)
-		*into = append(*into, got...)
-		return err
-	}
+	list := selectedLister(col, resource, client, items, into)
+	return func(ctx context.Context, ns string) error { return list(ctx, ns, "") }
 }
 
 func where(ns string) string {

@@ -137,9 +137,9 @@ func Run(ctx context.Context, c collect.Clients, opts Options) (*report.Report, 
 		Scope: opts.Scope, Settings: opts.Settings, PageSize: opts.PageSize, Clock: opts.Clock, At: opts.At, NodesByName: opts.NodesByName,
 		PodAnnotations: podAnnotations,
 		Reads:          func(s *snapshot.Snapshot) snapshot.Reads { return checks.DeclareReads(opts.Checks, s) },
-		AsksAllControllers: func(s *snapshot.Snapshot) bool {
+		AsksWorkloads: func(s *snapshot.Snapshot) []snapshot.WorkloadQuery {
 			checks.Run(s, opts.Checks, opts.MinAge)
-			return s.AllControllersAsked()
+			return s.AskedWorkloads()
 		},
 	}, needs)
 	if err != nil {

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -252,15 +253,62 @@ func ControllerOf(meta metav1.Object) *metav1.OwnerReference {
 	return nil
 }
 
-// AskAllControllers records that a check searches the Deployments, StatefulSets and DaemonSets
-// of every namespace (a finalizer's owner, kwok's controller) while only the near ones were
-// read (ControllersNear). Checks run one at a time (checks.Run), so a plain field serves.
-func (s *Snapshot) AskAllControllers() {
-	if s.ControllersNear {
-		s.allControllersAsked = true
+// WorkloadQuery is what a check searches every namespace's Deployments, StatefulSets and
+// DaemonSets for: one field is set. The search itself stays the check's: a query only tells the
+// collector which workloads must be held for it to give the answer a cluster-wide list would.
+type WorkloadQuery struct {
+	// Namespace asks for every workload of a namespace.
+	Namespace string
+	// Name asks for the workloads of this name, of any kind and namespace.
+	Name string
+	// Container asks for the workloads with a container (not an init container) of this name.
+	Container string
+	// ImageRepository asks for the workloads with a container whose image is from this
+	// repository (knowledge.ImageRepository).
+	ImageRepository string
+}
+
+func (q WorkloadQuery) String() string {
+	switch {
+	case q.Namespace != "":
+		return "namespace " + q.Namespace
+	case q.Name != "":
+		return "named " + q.Name
+	case q.Container != "":
+		return "with container " + q.Container
+	default:
+		return "running image " + q.ImageRepository
 	}
 }
 
-// AllControllersAsked says whether a check run on the snapshot searched every namespace's
-// controller workloads while only the near ones were read.
-func (s *Snapshot) AllControllersAsked() bool { return s.allControllersAsked }
+// AskWorkloads records that a check searches every namespace's workloads for qs while only the
+// near ones and earlier searches' matches are held (ControllersNear). Checks run one at a time
+// (checks.Run), so plain fields serve.
+func (s *Snapshot) AskWorkloads(qs ...WorkloadQuery) {
+	if !s.ControllersNear {
+		return
+	}
+	for _, q := range qs {
+		if !s.workloadsHeld[q] && !slices.Contains(s.workloadsAsked, q) {
+			s.workloadsAsked = append(s.workloadsAsked, q)
+		}
+	}
+}
+
+// AskedWorkloads returns the searches checks made, since it was last called, whose matches are
+// not held, and forgets them.
+func (s *Snapshot) AskedWorkloads() []WorkloadQuery {
+	qs := s.workloadsAsked
+	s.workloadsAsked = nil
+	return qs
+}
+
+// HoldWorkloads records that every workload of every namespace matching qs is held.
+func (s *Snapshot) HoldWorkloads(qs ...WorkloadQuery) {
+	if s.workloadsHeld == nil {
+		s.workloadsHeld = map[WorkloadQuery]bool{}
+	}
+	for _, q := range qs {
+		s.workloadsHeld[q] = true
+	}
+}

@@ -219,10 +219,13 @@ type Snapshot struct {
 	ControllerNamespaces []string
 	// ControllersNear says the Deployments, StatefulSets and DaemonSets were listed only in the
 	// namespaces a one-namespace scope needs them from (its own and the controllers' configured
-	// ones). A check that searches them all says so (AskAllControllers) and the collector lists
-	// them in every namespace before the checks run for the report.
-	ControllersNear     bool
-	allControllersAsked bool
+	// ones), and in other namespaces only those a check searched for (AskWorkloads), which the
+	// collector reads before the checks run for the report.
+	ControllersNear bool
+	// workloadsHeld are the searches whose every match in every namespace is held; workloadsAsked
+	// those a check made since the collector last looked (AskedWorkloads).
+	workloadsHeld  map[WorkloadQuery]bool
+	workloadsAsked []WorkloadQuery
 	// ControllerPods are the pods of the controllers' Deployments (to find leaders).
 	ControllerPods []*corev1.Pod
 	Workloads      []*kruise.Workload

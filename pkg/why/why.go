@@ -19,10 +19,11 @@
 // (measured in bench/ against scan -A, and in test/e2e why_test.go); two more for a custom
 // resource whose conversion webhook fails (its CRD, then the object at the version it is stored
 // at). The Deployments, StatefulSets and DaemonSets are listed in the namespace and where the
-// kruise-manager and the Cluster API controller are configured to run; in every namespace only
-// when a check searched them all on what was read (stuck-terminating looking for the controller
-// that must remove a finalizer, or for kwok's: collect, Options.AsksAllControllers). A pod on a
-// node that stopped heartbeating needs none of them.
+// kruise-manager and the Cluster API controller are configured to run. When a check searches
+// every namespace's on what was read (stuck-terminating looking for the controller that must
+// remove a finalizer, or for kwok's), they are read as Tables of names, containers and images,
+// and only the matches in full (collect, Options.AsksWorkloads). A pod on a node that stopped
+// heartbeating needs none of them.
 //
 // A cluster-scoped object (a Node, a PersistentVolume, a CRD, a cluster-scoped custom resource)
 // is diagnosed on its own resource, read as `scan -A` reads it (snapshot.Scope.ClusterResources),

@@ -74,6 +74,8 @@ func TestCollectOnTheAPIServer(t *testing.T) {
 	t.Run("NamesAnUndecodableSidecarSet", e.namesAnUndecodableSidecarSet)
 	// After the kruise-manager in kruise-system exists.
 	t.Run("ReadsTheLeaderLeaseTwice", e.readsTheLeaderLeaseTwice)
+	// After the kruise-manager and the Cluster API controller are at their places.
+	t.Run("ReadsOnlyTheWorkloadsSearchedFor", e.readsOnlyTheWorkloadsSearchedFor)
 }
 
 // namespace creates a namespace for one case.
@@ -1121,5 +1123,100 @@ func (e *collectEnv) namesAnUndecodableSidecarSet(t *testing.T) {
 	}
 	if got := unread(s)[snapshot.InputSidecarSets]; !strings.Contains(got, "decode SidecarSet /sscase-broken") {
 		t.Errorf("unread = %q, want the SidecarSet that did not decode named", got)
+	}
+}
+
+// A one-namespace scope reads the workloads of other namespaces only as a check searches them:
+// the apiserver's Tables of every namespace's Deployments, StatefulSets and DaemonSets (printed
+// by pkg/printers/internalversion/printers.go: Name, Containers and Images among the columns)
+// are matched by name, container name and image repository, and only the matching names are
+// listed in full, by field selector; a searched namespace is listed whole. A second round's
+// search (one verdict leading to another) is read too, and nothing is listed whole.
+func (e *collectEnv) readsOnlyTheWorkloadsSearchedFor(t *testing.T) {
+	scope := e.namespace(t, "ws-scope")
+	a, b, c := e.namespace(t, "ws-a"), e.namespace(t, "ws-b"), e.namespace(t, "ws-c")
+	ctx := t.Context()
+	one := int32(1)
+	template := func(app, container, image string) (*metav1.LabelSelector, corev1.PodTemplateSpec) {
+		labels := map[string]string{"app": app}
+		return &metav1.LabelSelector{MatchLabels: labels}, corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "sidecar", Image: "registry.example/proxy:1.0"}, {Name: container, Image: image}}}}
+	}
+	deploy := func(ns, name, container, image string) {
+		sel, tpl := template(name, container, image)
+		if _, err := e.cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: sel, Template: tpl}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sel, tpl := template("janitor", "janitor", "busybox:1.36")
+	if _, err := e.cs.AppsV1().StatefulSets(b).Create(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "janitor"},
+		Spec: appsv1.StatefulSetSpec{Replicas: &one, Selector: sel, Template: tpl}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sel, tpl = template("agent", "agent", "registry.example/infra/node-agent@sha256:"+strings.Repeat("a", 64))
+	if _, err := e.cs.AppsV1().DaemonSets(c).Create(ctx, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent"},
+		Spec: appsv1.DaemonSetSpec{Selector: sel, Template: tpl}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deploy(a, "tool", "operator", "registry.example/tool:2.1")
+	deploy(a, "second", "web", "nginx:1.27")
+	deploy(b, "unrelated", "web", "nginx:1.27")
+	deploy(c, "janitor", "cleaner", "busybox:1.36")
+	deploy(scope, "app", "web", "nginx:1.27")
+
+	first := []snapshot.WorkloadQuery{{Name: "janitor"}, {Container: "operator"}, {ImageRepository: "node-agent"}, {Namespace: b}}
+	rounds := 0
+	log, clients := faultyClients(t, e.c.RESTConfig())
+	s := collectWith(t, clients, collect.Options{Scope: snapshot.Scope{Namespace: scope},
+		Reads: func(*snapshot.Snapshot) snapshot.Reads { return snapshot.Reads{} },
+		AsksWorkloads: func(s *snapshot.Snapshot) []snapshot.WorkloadQuery {
+			rounds++
+			s.AskWorkloads(first...)
+			if rounds > 1 {
+				s.AskWorkloads(snapshot.WorkloadQuery{Name: "second"})
+			}
+			return s.AskedWorkloads()
+		}}, snapshot.InputPods, snapshot.InputControllers)
+	if len(unread(s)) != 0 || !s.ControllersNear {
+		t.Fatalf("unread = %v, near %v: the near read needs the kruise-manager and the Cluster API controller at their places", unread(s), s.ControllersNear)
+	}
+	var held []string
+	for _, d := range s.Deployments {
+		held = append(held, "Deployment "+d.Namespace+"/"+d.Name)
+	}
+	for _, st := range s.StatefulSets {
+		held = append(held, "StatefulSet "+st.Namespace+"/"+st.Name)
+	}
+	for _, ds := range s.DaemonSets {
+		held = append(held, "DaemonSet "+ds.Namespace+"/"+ds.Name)
+	}
+	held = slices.DeleteFunc(held, func(w string) bool { return !strings.Contains(w, " ws-") })
+	slices.Sort(held)
+	want := []string{"DaemonSet ws-c/agent", "Deployment ws-a/second", "Deployment ws-a/tool", "Deployment ws-b/unrelated",
+		"Deployment ws-c/janitor", "Deployment ws-scope/app", "StatefulSet ws-b/janitor"}
+	if !slices.Equal(held, want) {
+		t.Errorf("workloads held %q, want %q", held, want)
+	}
+	if rounds != 3 {
+		t.Errorf("checks asked %d times, want 3 rounds (a search, one more, none)", rounds)
+	}
+	for _, r := range []string{"deployments", "statefulsets", "daemonsets"} {
+		all := log.matching(http.MethodGet, "/apis/apps/v1/"+r)
+		tables := log.matching(http.MethodGet, "/apis/apps/v1/"+r, "includeObject=None")
+		named := log.matching(http.MethodGet, "/apis/apps/v1/"+r, "fieldSelector=metadata.name")
+		if len(tables) != 2 || len(all) != len(tables)+len(named) {
+			t.Errorf("%s of every namespace: %v, want two Tables (one a round) and lists by name only", r, all)
+		}
+		if got := log.matching(http.MethodGet, "/apis/apps/v1/namespaces/"+b+"/"+r); len(got) != 1 {
+			t.Errorf("%s of the namespace searched: %v, want one list", r, got)
+		}
+	}
+	for r, names := range map[string][]string{"deployments": {"janitor", "tool", "second"}, "statefulsets": {"janitor"}, "daemonsets": {"agent"}} {
+		for _, name := range names {
+			if got := log.matching(http.MethodGet, "/apis/apps/v1/"+r, "fieldSelector=metadata.name%3D"+name); len(got) != 1 {
+				t.Errorf("%s named %s listed %d times, want once", r, name, len(got))
+			}
+		}
 	}
 }

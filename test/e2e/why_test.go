@@ -74,7 +74,7 @@ func (e *teEnv) whyOneObject(t *testing.T) {
 	}
 	// Nothing in the namespace is being deleted, so no check looks for a controller elsewhere:
 	// the workloads are listed in the namespace, never in every namespace.
-	workloadLists(t, log, ns, false)
+	workloadLists(t, log, ns, false, nil)
 
 	// What why costs next to the scans it stands in for, measured on this small cluster.
 	for _, c := range []struct {
@@ -148,7 +148,7 @@ func whyReadsNodeByName(t *testing.T, e *teEnv, pod, ns, node string) {
 	_, _, log := whyInProcess(t, e.c, "pod", pod, ns)
 	// The pod waits for a kubelet that stopped heartbeating: no verdict rests on a controller
 	// found in another namespace, so the workloads are listed in the pod's namespace only.
-	workloadLists(t, log, ns, false)
+	workloadLists(t, log, ns, false, nil)
 	const leases = "/apis/coordination.k8s.io/v1/namespaces/" + corev1.NamespaceNodeLease + "/leases"
 	if got := log.matching("GET", leases); len(got) > 0 {
 		t.Errorf("why listed the node Leases: %v", got)
@@ -160,16 +160,31 @@ func whyReadsNodeByName(t *testing.T, e *teEnv, pod, ns, node string) {
 	}
 }
 
-// workloadLists fails unless why listed the Deployments, StatefulSets and DaemonSets of ns, and
-// of every namespace exactly when all is set.
-func workloadLists(t *testing.T, log *requestLog, ns string, all bool) {
+// workloadLists fails unless why listed the Deployments, StatefulSets and DaemonSets of ns in
+// full, and never those of every namespace: it reads every namespace's as Tables without objects
+// exactly when a check searched them (search), and then lists in full only the names of
+// matched, by resource.
+func workloadLists(t *testing.T, log *requestLog, ns string, search bool, matched map[string][]string) {
 	t.Helper()
 	for _, r := range []string{"deployments", "statefulsets", "daemonsets"} {
 		if len(log.matching("GET", "/apis/apps/v1/namespaces/"+ns+"/"+r)) == 0 {
 			t.Errorf("why did not list the %s of %s", r, ns)
 		}
-		if got := log.matching("GET", "/apis/apps/v1/"+r); (len(got) > 0) != all {
-			t.Errorf("why listed the %s of every namespace %d times, want them listed: %v", r, len(got), all)
+		all := log.matching("GET", "/apis/apps/v1/"+r)
+		tables := log.matching("GET", "/apis/apps/v1/"+r, "includeObject=None")
+		if (len(tables) > 0) != search {
+			t.Errorf("why read the %s of every namespace as a Table %d times, want read: %v", r, len(tables), search)
+		}
+		var named []string
+		for _, name := range matched[r] {
+			got := log.matching("GET", "/apis/apps/v1/"+r, "fieldSelector=metadata.name%3D"+name)
+			if len(got) == 0 {
+				t.Errorf("why did not list the %s named %s in every namespace", r, name)
+			}
+			named = append(named, got...)
+		}
+		if full := len(all) - len(tables) - len(named); full != 0 {
+			t.Errorf("why listed the %s of every namespace other than as a Table or by a matched name: %v", r, all)
 		}
 	}
 }

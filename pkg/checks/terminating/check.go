@@ -48,7 +48,7 @@ func New() checks.Check {
 // OpenKruise is preparing to delete (both visible in metadata), and every pod of a namespace
 // where a claim waits for kubernetes.io/pvc-protection (which pods use a claim is in their spec).
 // Whether it searches every namespace's workloads for a controller is known only once it judges
-// (workloads, searched: Snapshot.AskAllControllers).
+// (workloads: Snapshot.AskWorkloads).
 func (check) DeclareReads(s *snapshot.Snapshot) snapshot.Reads {
 	claims := map[string]bool{}
 	for _, o := range s.Objects {

@@ -2,6 +2,7 @@ package terminating
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,16 +30,16 @@ func TestStuckTerminatingPodCandidates(t *testing.T) {
 	}
 }
 
-// TestStuckTerminatingAsksForEveryWorkload: on a snapshot whose controllers' workloads were read
-// only near a one-namespace scope, the check says it searched every namespace's exactly when a
-// verdict rests on that search (a finalizer's owner looked up by field manager or the
-// known-finalizer table, kwok's controller for a pod whose grace period never ended), and not
-// for a pod on a node that stopped heartbeating (kube-controller-manager v1.37.1 leaves such a
-// pod Terminating: pkg/controller/podgc/gc_controller.go gcTerminating only force-deletes once
-// the node carries the out-of-service taint), nor for an object with nothing to look its owner
-// up by.
-func TestStuckTerminatingAsksForEveryWorkload(t *testing.T) {
-	asks := func(w checktest.Cluster, edit func(s *snapshot.Snapshot)) bool {
+// TestStuckTerminatingAsksForWorkloads: on a snapshot whose controllers' workloads were read
+// only near a one-namespace scope, the check says what it searches every namespace's workloads
+// for exactly when a verdict rests on that search (a finalizer's owner looked up by field
+// manager or the known-finalizer table, kwok's controller for a pod whose grace period never
+// ended), and asks nothing for a pod on a node that stopped heartbeating (kube-controller-manager
+// v1.37.1 leaves such a pod Terminating: pkg/controller/podgc/gc_controller.go gcTerminating
+// only force-deletes once the node carries the out-of-service taint), nor for an object with
+// nothing to look its owner up by. Once the collector holds the matches, nothing is asked again.
+func TestStuckTerminatingAsksForWorkloads(t *testing.T) {
+	asks := func(w checktest.Cluster, edit func(s *snapshot.Snapshot)) (first, again []string) {
 		s := w.Snapshot()
 		if edit != nil {
 			edit(s)
@@ -46,7 +47,16 @@ func TestStuckTerminatingAsksForEveryWorkload(t *testing.T) {
 		s.ControllersNear = true
 		s.Index()
 		New().Run(s, time.Minute)
-		return s.AllControllersAsked()
+		qs := s.AskedWorkloads()
+		for _, q := range qs {
+			first = append(first, q.String())
+		}
+		s.HoldWorkloads(qs...)
+		New().Run(s, time.Minute)
+		for _, q := range s.AskedWorkloads() {
+			again = append(again, q.String())
+		}
+		return first, again
 	}
 	deadNode := func(w *checktest.Cluster) {
 		w.Nodes = append(w.Nodes, checktest.Node("node-b", checktest.Ready(corev1.ConditionUnknown, 14*time.Minute)))
@@ -57,11 +67,13 @@ func TestStuckTerminatingAsksForEveryWorkload(t *testing.T) {
 			s.Objects = append(s.Objects, deletedObject(widgetsGVR, "Widget", "shop", "held", 20*time.Minute, manager, "example.com/cleanup"))
 		}
 	}
+	// kwok's row in the known-finalizer table: its Deployment's name, its image's repository.
+	kwokController := []string{"named kwok-controller", "running image kwok"}
 	cases := []struct {
 		name  string
 		world func() checktest.Cluster
 		edit  func(s *snapshot.Snapshot)
-		want  bool
+		want  []string
 	}{
 		{name: "nothing being deleted", world: func() checktest.Cluster {
 			w := healthy()
@@ -74,22 +86,27 @@ func TestStuckTerminatingAsksForEveryWorkload(t *testing.T) {
 			w.Pods = []*corev1.Pod{replicaSetPod("target", checktest.OnNode("node-b"), checktest.Deleted(8*time.Minute, 30))}
 			return w
 		}},
-		{name: "pod whose grace period ran out on a Ready node: is kwok's controller its kubelet?", want: true, world: func() checktest.Cluster {
+		{name: "pod whose grace period ran out on a Ready node: is kwok's controller its kubelet?", want: kwokController, world: func() checktest.Cluster {
 			w := healthy()
 			w.Pods = []*corev1.Pod{replicaSetPod("target", checktest.Deleted(8*time.Minute, 30))}
 			return w
 		}},
-		{name: "object held by a finalizer a controller added", world: healthy, edit: heldBy("cleanup-operator"), want: true},
+		{name: "object held by a finalizer a controller added", world: healthy, edit: heldBy("cleanup-operator"),
+			want: []string{"named cleanup-operator", "with container cleanup-operator"}},
 		{name: "object held by a finalizer kubectl added: nothing to look its owner up by", world: healthy, edit: heldBy("kubectl-edit")},
-		{name: "object held by kwok's finalizer: its controller searched by image", world: healthy, want: true,
+		{name: "object held by kwok's finalizer: its controller searched by name and image", world: healthy, want: kwokController,
 			edit: func(s *snapshot.Snapshot) {
 				s.Objects = append(s.Objects, deletedObject(widgetsGVR, "Widget", "shop", "held", 20*time.Minute, "kubectl-edit", kwokFinalizer))
 			}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := asks(c.world(), c.edit); got != c.want {
-				t.Errorf("every namespace's workloads asked for: %v, want %v", got, c.want)
+			first, again := asks(c.world(), c.edit)
+			if !slices.Equal(first, c.want) {
+				t.Errorf("searched every namespace's workloads for %q, want %q", first, c.want)
+			}
+			if len(again) > 0 {
+				t.Errorf("with the matches held, searched again for %q", again)
 			}
 		})
 	}
@@ -99,8 +116,8 @@ func TestStuckTerminatingAsksForEveryWorkload(t *testing.T) {
 	heldBy("cleanup-operator")(s)
 	s.Index()
 	New().Run(s, time.Minute)
-	if s.AllControllersAsked() {
-		t.Errorf("every namespace's workloads were read, yet asked for again")
+	if qs := s.AskedWorkloads(); len(qs) > 0 {
+		t.Errorf("every namespace's workloads were read, yet searched for %v", qs)
 	}
 }
 

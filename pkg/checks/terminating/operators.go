@@ -95,7 +95,7 @@ func holderName(pod string) string {
 // workloadsIn names the Deployments, StatefulSets and DaemonSets listed in the namespace.
 func (a *pass) workloadsIn(ns string) []string {
 	var out []string
-	for _, w := range a.workloads() {
+	for _, w := range a.workloads(snapshot.WorkloadQuery{Namespace: ns}) {
 		if w.meta.GetNamespace() == ns {
 			out = append(out, w.kind+" "+ns+"/"+w.meta.GetName())
 		}

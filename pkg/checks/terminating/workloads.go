@@ -24,10 +24,10 @@ func (w workload) status() string {
 	return fmt.Sprintf("%s %s/%s: %d/%d available", w.kind, w.meta.GetNamespace(), w.meta.GetName(), w.available, w.want)
 }
 
-// workloads returns every workload the snapshot holds, built once per run. The search is among
-// every namespace's, which a one-namespace scope reads only when asked.
-func (a *pass) workloads() []workload {
-	a.s.AskAllControllers()
+// workloads returns every workload the snapshot holds, built once per run, for a search of
+// every namespace's for qs. A one-namespace scope holds the others' only when asked.
+func (a *pass) workloads(qs ...snapshot.WorkloadQuery) []workload {
+	a.s.AskWorkloads(qs...)
 	if a.allWorkloads != nil {
 		return a.allWorkloads
 	}
@@ -53,9 +53,9 @@ func replicas(r *int32) int32 {
 }
 
 // searched says where the check looked for controllers, and whether that was everywhere: only
-// then does not finding a known controller show it is not installed.
+// then does not finding a known controller show it is not installed. It follows a search
+// (workloads), whose matches in every namespace the snapshot then holds.
 func (a *pass) searched() (string, bool) {
-	a.s.AskAllControllers()
 	if err, unread := a.s.Unread[snapshot.InputControllers]; unread {
 		return fmt.Sprintf("the workloads that could be read (%v)", err), false
 	}
@@ -74,7 +74,15 @@ func (a *pass) searched() (string, bool) {
 func (a *pass) tableWorkloads(row knowledge.FinalizerOwner) []workload {
 	var out []workload
 	kinds := map[string]bool{}
-	for _, w := range a.workloads() {
+	var qs []snapshot.WorkloadQuery
+	for _, place := range row.Workloads {
+		qs = append(qs, snapshot.WorkloadQuery{Name: place.Name})
+	}
+	if row.ImageRepository != "" {
+		qs = append(qs, snapshot.WorkloadQuery{ImageRepository: row.ImageRepository})
+	}
+	all := a.workloads(qs...)
+	for _, w := range all {
 		for _, place := range row.Workloads {
 			kinds[place.Kind] = true
 			if w.kind == place.Kind && w.meta.GetNamespace() == place.Namespace && w.meta.GetName() == place.Name {
@@ -85,7 +93,7 @@ func (a *pass) tableWorkloads(row knowledge.FinalizerOwner) []workload {
 	if len(out) > 0 || row.ImageRepository == "" {
 		return out
 	}
-	for _, w := range a.workloads() {
+	for _, w := range all {
 		if len(kinds) > 0 && !kinds[w.kind] {
 			continue
 		}
@@ -117,8 +125,12 @@ func (a *pass) managerWorkloads(mgrs []string) []workload {
 	if len(mgrs) == 0 {
 		return nil // nothing to search by: every namespace's workloads are not needed
 	}
+	var qs []snapshot.WorkloadQuery
+	for _, mgr := range mgrs {
+		qs = append(qs, snapshot.WorkloadQuery{Name: mgr}, snapshot.WorkloadQuery{Container: mgr})
+	}
 	var out []workload
-	for _, w := range a.workloads() {
+	for _, w := range a.workloads(qs...) {
 		for _, mgr := range mgrs {
 			if w.meta.GetName() == mgr || hasContainer(w.containers, mgr) {
 				out = append(out, w)
