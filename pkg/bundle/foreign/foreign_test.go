@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -274,5 +275,23 @@ func TestSupportBundleRunPodClusterWideLists(t *testing.T) {
 	}
 	if resp, body, err := get(t, src, "/apis/apiregistration.k8s.io/v1/apiservices", ""); err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(body, `"items":[]`) {
 		t.Errorf("an empty cluster-wide list: %v %s, want an empty list", err, body)
+	}
+	cut := func(w string) bool { return strings.Contains(w, "is not a whole list") }
+	if slices.ContainsFunc(src.Warnings, cut) {
+		t.Errorf("warnings %q for whole lists", src.Warnings)
+	}
+
+	// Output cut short (troubleshoot's log limit): not captured, and a warning names the file.
+	src, err = Open(runPodBundleAnnotated("run-collector", `{"`+AnnotationClusterWideLists+`":"true"}`, revisionList[:len(revisionList)/2]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := get(t, src, "/apis/apps/v1/controllerrevisions", ""); !errors.As(err, &nc) {
+		t.Errorf("a cut-off cluster-wide list: %v, want NotCapturedError", err)
+	}
+	if !slices.ContainsFunc(src.Warnings, func(w string) bool {
+		return cut(w) && strings.Contains(w, "cluster-resources/pods/logs/default/revisions/kubectl.log")
+	}) {
+		t.Errorf("warnings %q: want the cut-off output named", src.Warnings)
 	}
 }

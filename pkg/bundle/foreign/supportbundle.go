@@ -354,7 +354,14 @@ func (s *store) readRunPods(fsys, cr fs.FS) {
 				s.warnings = append(s.warnings, fmt.Sprintf("%s/%s not read: %v", dirClusterResources, p, err))
 				continue
 			}
+			wide := pod.Metadata.Annotations[AnnotationClusterWideLists] == "true"
 			if doc, err := decode(out); err != nil || !doc.list {
+				if wide {
+					// troubleshoot keeps a pod's log up to its collector's limit (5 MB unless set):
+					// lists cut there decode as nothing, and their resources stay unread.
+					s.warnings = append(s.warnings, fmt.Sprintf("%s/%s is not a whole list, perhaps cut at the collector's log limit: "+
+						"what it lists is taken as not captured", dirClusterResources, p))
+				}
 				continue // a runPod that prints no list
 			}
 			f, ok := s.kubectlOutput(path.Join(dirClusterResources, p), out)
@@ -362,7 +369,7 @@ func (s *store) readRunPods(fsys, cr fs.FS) {
 				continue
 			}
 			s.addKubectlFile(f)
-			if pod.Metadata.Annotations[AnnotationClusterWideLists] == "true" {
+			if wide {
 				s.listedEverywhere(f.doc)
 			}
 		}
