@@ -361,7 +361,9 @@ func openFS(p string) (fsys fs.FS, unpacked string, err error) {
 	return os.DirFS(dir), dir, nil
 }
 
-// unpack writes the regular files of tr below dir; names that would leave it are skipped.
+// unpack writes the regular files of tr below dir; names that would leave it are skipped, and a
+// name archived twice keeps its last entry, as tar extracts it. dir is new and holds nothing but
+// regular files written here, so a file is never reached through a link.
 func unpack(tr *tar.Reader, dir string) error {
 	var total int64
 	for {
@@ -387,7 +389,7 @@ func unpack(tr *tar.Reader, dir string) error {
 		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 			return err
 		}
-		out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
 			return err
 		}

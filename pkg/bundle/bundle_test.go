@@ -1,10 +1,13 @@
 package bundle
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -184,5 +187,41 @@ func TestArchiveRoundTrip(t *testing.T) {
 	}
 	if _, err := Open(filepath.Join(t.TempDir(), "missing.tgz")); err == nil {
 		t.Error("a missing file opened")
+	}
+}
+
+// An archive unpacks as tar extracts it: a name archived twice keeps its last entry, and names
+// that would leave the directory are skipped.
+func TestOpenFSUnpacksAsTarDoes(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "b.tgz")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz := gzip.NewWriter(f)
+	tw := tar.NewWriter(gz)
+	for _, e := range []struct{ name, body string }{{"responses/1.json", "first"}, {"../outside", "x"}, {"./responses/1.json", "last"}} {
+		if err := tw.WriteHeader(&tar.Header{Name: e.name, Mode: 0o600, Size: int64(len(e.body)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(e.body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []io.Closer{tw, gz, f} {
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fsys, dir, err := openFS(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if got, err := fs.ReadFile(fsys, "responses/1.json"); err != nil || string(got) != "last" {
+		t.Errorf("a name archived twice: %q, %v; want the last entry", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(dir), "outside")); !os.IsNotExist(err) {
+		t.Errorf("an entry outside the directory was written: %v", err)
 	}
 }
