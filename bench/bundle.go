@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/bundle"
 )
 
 // bundleResult is, at one size, `capture -A` of the cluster and the offline scan of its archive
@@ -17,8 +19,12 @@ type bundleResult struct {
 	size []int64
 	// offline are the `scan -A --from-bundle` runs on the last capture.
 	offline []sample
-	// live and offlineFindings are what the warm-up scan and the first offline scan found.
-	live, offlineFindings scanSummary
+	// captured and offlineFindings are what the last capture's own scan (its report.json) and
+	// the first offline scan of it found.
+	captured, offlineFindings scanSummary
+	// incomplete names the captures whose scan could not read every input (capture exits 0
+	// then, and the archive holds less).
+	incomplete []string
 	// err is why the runs stopped ("" when they all ran).
 	err string
 }
@@ -27,7 +33,6 @@ type bundleResult struct {
 // times. A secondary table: a failure ends it and keeps what the other runs measured.
 func (r *runner) measureBundle(ctx context.Context, runs int, res *result) {
 	b := &res.bundle
-	b.live = res.summary
 	dir, err := os.MkdirTemp("", "wd-bench-bundle-")
 	if err != nil {
 		b.err = err.Error()
@@ -50,6 +55,19 @@ func (r *runner) measureBundle(ctx context.Context, runs int, res *result) {
 		if err != nil {
 			b.err = fmt.Sprintf("capture -A wrote no archive: %v", err)
 			return
+		}
+		opened, err := bundle.Open(archive)
+		if err != nil {
+			b.err = fmt.Sprintf("open the capture: %v", err)
+			return
+		}
+		b.captured = summarizeReport(opened.Report)
+		if err := opened.Close(); err != nil {
+			b.err = err.Error()
+			return
+		}
+		if !b.captured.complete {
+			b.incomplete = append(b.incomplete, fmt.Sprintf("run %d (%s)", i+1, strings.Join(b.captured.gaps, "; ")))
 		}
 		b.capture, b.size = append(b.capture, s), append(b.size, fi.Size())
 		logf("%d pods, run %d: capture -A: %s, %s peak RSS, %d requests, archive %s", res.pods, i+1, s.wall.Round(time.Millisecond),
@@ -94,7 +112,7 @@ func writeBundle(w func(string, ...any), results []result) {
 	w("\n## `capture -A` and `scan -A --from-bundle` (a cluster's state, scanned offline)\n\n")
 	w("`capture -A -o FILE.tgz` of the cluster, then `scan -A --from-bundle FILE.tgz -o json` on the archive, each as many times as the live " +
 		"`scan -A -o json`, whose medians are next to them. The offline scan reads nothing from the apiserver.\n\n")
-	w("| pods | capture: wall | capture: requests | capture: bytes read (gzip) | capture: peak RSS | archive on disk | offline scan: wall | offline scan: peak RSS | live scan: wall | offline / live wall | findings live; offline |\n")
+	w("| pods | capture: wall | capture: requests | capture: bytes read (gzip) | capture: peak RSS | archive on disk | offline scan: wall | offline scan: peak RSS | live scan: wall | offline / live wall | findings of the capture's scan; offline |\n")
 	w("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range results {
 		b := r.bundle
@@ -116,7 +134,10 @@ func writeBundle(w func(string, ...any), results []result) {
 		}
 		w("| %d | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s; %s |\n", r.pods, secs(median(b.capture, wallOf)), median(b.capture, reqOf),
 			mb(median(b.capture, bytesOf)), mib(int64(median(b.capture, rssOf))), mb(median(sizes, func(f float64) float64 { return f })),
-			off, offRSS, secs(live), offWall, b.live, b.offlineFindings)
+			off, offRSS, secs(live), offWall, b.captured, b.offlineFindings)
+		if len(b.incomplete) > 0 {
+			w("\nAt %d pods these captures' scans did not read every input (their archives hold less): %s.\n", r.pods, strings.Join(b.incomplete, ", "))
+		}
 		if b.err != "" {
 			w("\nAt %d pods the runs stopped early: %s.\n", r.pods, strings.ReplaceAll(b.err, "\n", " "))
 		}

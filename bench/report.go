@@ -23,6 +23,11 @@ func summarize(path string) (scanSummary, error) {
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return scanSummary{}, fmt.Errorf("decode scan report: %w", err)
 	}
+	return summarizeReport(&r), nil
+}
+
+// summarizeReport is what a report says was found and what its scan could not look at.
+func summarizeReport(r *report.Report) scanSummary {
 	s := scanSummary{byCheck: map[string]int{}, complete: r.Coverage.Complete, checks: r.Coverage.Checks}
 	for _, f := range r.Findings {
 		s.byCheck[f.Check]++
@@ -31,7 +36,7 @@ func summarize(path string) (scanSummary, error) {
 	for _, n := range append(append([]report.Note(nil), r.Coverage.Skipped...), r.Coverage.Degraded...) {
 		s.gaps = append(s.gaps, n.Check+": "+n.Reason)
 	}
-	return s, nil
+	return s
 }
 
 // scanSummary is what a scan found, for the results.
