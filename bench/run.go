@@ -166,6 +166,7 @@ func run(ctx context.Context, cfg config) error {
 	if cfg.keep {
 		logf("cluster kept running until interrupted: KUBECONFIG=%s", kubeconfig)
 		<-ctx.Done()
+		logf("cluster stopped: %v", context.Cause(ctx))
 	}
 	return nil
 }
