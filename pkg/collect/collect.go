@@ -182,7 +182,7 @@ func Collect(ctx context.Context, c Clients, opts Options, inputs []snapshot.Inp
 	// NotReady node needs none; a finalizer's unknown owner does), so the checks are asked on
 	// the snapshot as read, with the evidence, and only what they search for is read.
 	// This adds workloads of other namespaces only, which no read above depends on: the near
-	// read is kept only when every controller is at its configured place.
+	// read already holds every controller's Deployment, at its configured place or found by image.
 	if col.nearControllers {
 		col.readAskedWorkloads(ctx)
 	}

@@ -31,6 +31,7 @@ import (
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/internal/testcluster"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/collect"
+	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/knowledge"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/kruise"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/retry"
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/scan"
@@ -76,6 +77,7 @@ func TestCollectOnTheAPIServer(t *testing.T) {
 	t.Run("ReadsTheLeaderLeaseTwice", e.readsTheLeaderLeaseTwice)
 	// After the kruise-manager and the Cluster API controller are at their places.
 	t.Run("ReadsOnlyTheWorkloadsSearchedFor", e.readsOnlyTheWorkloadsSearchedFor)
+	t.Run("FindsAControllerAwayFromItsPlaceByImage", e.findsAControllerAwayFromItsPlaceByImage)
 }
 
 // namespace creates a namespace for one case.
@@ -1217,6 +1219,71 @@ func (e *collectEnv) readsOnlyTheWorkloadsSearchedFor(t *testing.T) {
 			if got := log.matching(http.MethodGet, "/apis/apps/v1/"+r, "fieldSelector=metadata.name%3D"+name); len(got) != 1 {
 				t.Errorf("%s named %s listed %d times, want once", r, name, len(got))
 			}
+		}
+	}
+}
+
+// A kruise-manager not at its configured place may run anywhere: a one-namespace scope then reads
+// every Deployment running its image (found in Tables) instead of every namespace's workloads,
+// and picks the manager a whole list would give (kruise.FindManager: the first by namespace and
+// name).
+func (e *collectEnv) findsAControllerAwayFromItsPlaceByImage(t *testing.T) {
+	scope := e.namespace(t, "away-scope")
+	elsewhere := e.namespace(t, "away-kruise")
+	labels := map[string]string{"control-plane": "controller-manager"}
+	one := int32(1)
+	if _, err := e.cs.AppsV1().Deployments(elsewhere).Create(t.Context(), &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "renamed-manager", Labels: labels},
+		Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: kruise.ManagerContainer, Image: "registry.example/openkruise/kruise-manager:v1.8.0"}}}}},
+	}, metav1.CreateOptions{FieldManager: "helm"}); err != nil {
+		t.Fatal(err)
+	}
+	log, clients := faultyClients(t, e.c.RESTConfig())
+	settings := managerIn(e.namespace(t, "away-configured")) // configured where it is not
+	s := collectWith(t, clients, collect.Options{Scope: snapshot.Scope{Namespace: scope}, Settings: settings,
+		Reads:         func(*snapshot.Snapshot) snapshot.Reads { return snapshot.Reads{} },
+		AsksWorkloads: func(s *snapshot.Snapshot) []snapshot.WorkloadQuery { return s.AskedWorkloads() },
+	}, snapshot.InputPods, snapshot.InputControllers)
+	if len(unread(s)) != 0 || !s.ControllersNear {
+		t.Fatalf("unread = %v, near %v", unread(s), s.ControllersNear)
+	}
+	all, err := e.cs.AppsV1().Deployments("").List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, held []string
+	var whole []*appsv1.Deployment
+	for i := range all.Items {
+		d := &all.Items[i]
+		whole = append(whole, d)
+		if slices.ContainsFunc(d.Spec.Template.Spec.Containers, func(c corev1.Container) bool {
+			return knowledge.ImageRepository(c.Image) == kruise.ManagerImageRepository
+		}) {
+			want = append(want, d.Namespace+"/"+d.Name)
+		}
+	}
+	for _, d := range s.Deployments {
+		// The near namespaces are listed whole: the scope's and those the controllers are
+		// configured in.
+		if !slices.Contains([]string{scope, settings.KruiseNamespace, knowledge.ClusterAPIManager.Namespace}, d.Namespace) {
+			held = append(held, d.Namespace+"/"+d.Name)
+		}
+	}
+	if !slices.Contains(want, elsewhere+"/renamed-manager") || !slices.Equal(held, want) {
+		t.Errorf("Deployments held outside the near namespaces %q, want those running the manager's image %q", held, want)
+	}
+	got, full := kruise.FindManager(s.Deployments, settings.KruiseNamespace, settings.KruiseDeployment), kruise.FindManager(whole, settings.KruiseNamespace, settings.KruiseDeployment)
+	if got == nil || full == nil || got.Deployment.Namespace != full.Deployment.Namespace || got.Deployment.Name != full.Deployment.Name {
+		t.Errorf("manager found %v, want the one a whole list gives: %v", got, full)
+	}
+	for _, r := range []string{"deployments", "statefulsets", "daemonsets"} {
+		all := log.matching(http.MethodGet, "/apis/apps/v1/"+r)
+		tables := log.matching(http.MethodGet, "/apis/apps/v1/"+r, "includeObject=None")
+		named := log.matching(http.MethodGet, "/apis/apps/v1/"+r, "fieldSelector=metadata.name")
+		if len(tables) != 1 || len(all) != len(tables)+len(named) {
+			t.Errorf("%s of every namespace: %v, want one Table and lists by name only", r, all)
 		}
 	}
 }
