@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/workloaddoctor/kubectl-workloaddoctor/pkg/collect/internal/protolist"
@@ -25,6 +26,16 @@ func encodedList(t *testing.T, l *metav1.PartialObjectMetadataList) []byte {
 		t.Fatal(err)
 	}
 	return protoEnvelope(raw)
+}
+
+// protoEnvelope wraps an encoded object as the apiserver sends it: the magic, then a
+// runtime.Unknown whose raw field holds it.
+func protoEnvelope(raw []byte) []byte {
+	env, err := (&runtime.Unknown{Raw: raw, ContentType: "application/vnd.kubernetes.protobuf"}).Marshal()
+	if err != nil {
+		panic(err)
+	}
+	return append([]byte(protolist.Magic), env...)
 }
 
 func testList(n int, cont string) *metav1.PartialObjectMetadataList {

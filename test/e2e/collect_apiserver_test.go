@@ -58,6 +58,8 @@ func TestCollectOnTheAPIServer(t *testing.T) {
 	e := &collectEnv{k: k, c: k.c, cs: k.cs}
 	t.Run("FailsOnlyWithoutAServerVersion", e.failsOnlyWithoutAServerVersion)
 	t.Run("RecordsForbiddenListsAndReadsTheRest", e.recordsForbiddenListsAndReadsTheRest)
+	// Before NamesAnUndecodableSidecarSet.
+	t.Run("ReadsOpenKruiseAndOptionalAPIs", e.readsOpenKruiseAndOptionalAPIs)
 	t.Run("RecordsAPodStreamThatBreaks", e.recordsAPodStreamThatBreaks)
 	t.Run("PodListRidesOutFaults", e.podListRidesOutFaults)
 	t.Run("PodListGivesUp", e.podListGivesUp)
@@ -78,6 +80,10 @@ func TestCollectOnTheAPIServer(t *testing.T) {
 	// After the kruise-manager and the Cluster API controller are at their places.
 	t.Run("ReadsOnlyTheWorkloadsSearchedFor", e.readsOnlyTheWorkloadsSearchedFor)
 	t.Run("FindsAControllerAwayFromItsPlaceByImage", e.findsAControllerAwayFromItsPlaceByImage)
+	// Makes an aggregated API unavailable while it runs.
+	t.Run("CollectsObjectsBeingDeleted", e.collectsObjectsBeingDeleted)
+	// Deletes the Cluster API CRDs: last.
+	t.Run("SkipsTheClusterAPILogWithoutClusterAPI", e.skipsTheClusterAPILogWithoutClusterAPI)
 }
 
 // namespace creates a namespace for one case.

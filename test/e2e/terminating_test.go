@@ -276,7 +276,6 @@ func (e *teEnv) kwokStageNotRun(t *testing.T) {
 // meanwhile stays Terminating until the APIService goes.
 func (e *teEnv) namespaceDiscovery(t *testing.T) {
 	const ns = "st-blocked"
-	apiServices := schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
 	const svcName = "v1alpha1.wd-e2e.example"
 	svc := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
