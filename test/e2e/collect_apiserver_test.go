@@ -386,21 +386,30 @@ func managerIn(ns string) snapshot.Settings {
 	return st
 }
 
-// A leader Lease naming a pod that no node runs: its log cannot be read, and the collector does
-// not ask the apiserver for it.
-func (e *collectEnv) doesNotReadTheLogOfAnUnboundLeader(t *testing.T) {
-	ctx := t.Context()
-	ns := e.namespace(t, "kruise-unbound")
+// managerDeployment creates a kruise-manager Deployment as its Helm chart does, one replica of
+// the manager container running image, and returns its pod spec.
+func (e *collectEnv) managerDeployment(t *testing.T, ns, name, image string) corev1.PodSpec {
+	t.Helper()
 	labels := map[string]string{"control-plane": "controller-manager"}
 	one := int32(1)
-	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: kruise.ManagerContainer, Image: "openkruise/kruise-manager:v1.8.0"}}}
-	if _, err := e.cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "kruise-controller-manager", Labels: labels},
+	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: kruise.ManagerContainer, Image: image}}}
+	if _, err := e.cs.AppsV1().Deployments(ns).Create(t.Context(), &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec}},
 	}, metav1.CreateOptions{FieldManager: "helm"}); err != nil {
 		t.Fatal(err)
 	}
+	return spec
+}
+
+// A leader Lease naming a pod that no node runs: its log cannot be read, and the collector does
+// not ask the apiserver for it.
+func (e *collectEnv) doesNotReadTheLogOfAnUnboundLeader(t *testing.T) {
+	ctx := t.Context()
+	ns := e.namespace(t, "kruise-unbound")
+	spec := e.managerDeployment(t, ns, "kruise-controller-manager", "openkruise/kruise-manager:v1.8.0")
+	labels := map[string]string{"control-plane": "controller-manager"}
 	pod, err := e.cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "kruise-controller-manager-7d9", Labels: labels},
 		Spec: spec}, metav1.CreateOptions{FieldManager: "kube-controller-manager"})
 	if err != nil {
@@ -524,16 +533,7 @@ func (e *collectEnv) readsTheLeaderLeaseTwice(t *testing.T) {
 
 	// No Lease: a manager whose leader never took one, in a namespace of its own.
 	bare := e.namespace(t, "kruise-no-lease")
-	labels := map[string]string{"control-plane": "controller-manager"}
-	one := int32(1)
-	if _, err := e.cs.AppsV1().Deployments(bare).Create(t.Context(), &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "kruise-controller-manager", Labels: labels},
-		Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
-				Containers: []corev1.Container{{Name: kruise.ManagerContainer, Image: "openkruise/kruise-manager:v1.8.0"}}}}},
-	}, metav1.CreateOptions{FieldManager: "helm"}); err != nil {
-		t.Fatal(err)
-	}
+	e.managerDeployment(t, bare, "kruise-controller-manager", "openkruise/kruise-manager:v1.8.0")
 	log, clients = faultyClients(t, e.c.RESTConfig())
 	s = collectWith(t, clients, collect.Options{Scope: snapshot.Scope{AllNamespaces: true}, Settings: managerIn(bare)}, snapshot.InputControllers)
 	if len(s.LeaseReads) != 0 || len(s.Leases) != 0 || len(unread(s)) != 0 {
@@ -1210,11 +1210,8 @@ func (e *collectEnv) readsOnlyTheWorkloadsSearchedFor(t *testing.T) {
 		t.Errorf("checks asked %d times, want 3 rounds (a search, one more, none)", rounds)
 	}
 	for _, r := range []string{"deployments", "statefulsets", "daemonsets"} {
-		all := log.matching(http.MethodGet, "/apis/apps/v1/"+r)
-		tables := log.matching(http.MethodGet, "/apis/apps/v1/"+r, "includeObject=None")
-		named := log.matching(http.MethodGet, "/apis/apps/v1/"+r, "fieldSelector=metadata.name")
-		if len(tables) != 2 || len(all) != len(tables)+len(named) {
-			t.Errorf("%s of every namespace: %v, want two Tables (one a round) and lists by name only", r, all)
+		if tables, _, whole := everyNamespaceReads(log, r); len(tables) != 2 || len(whole) > 0 {
+			t.Errorf("%s of every namespace: %v as Tables, %v whole: want two Tables (one a round) and lists by name only", r, tables, whole)
 		}
 		if got := log.matching(http.MethodGet, "/apis/apps/v1/namespaces/"+b+"/"+r); len(got) != 1 {
 			t.Errorf("%s of the namespace searched: %v, want one list", r, got)
@@ -1236,16 +1233,7 @@ func (e *collectEnv) readsOnlyTheWorkloadsSearchedFor(t *testing.T) {
 func (e *collectEnv) findsAControllerAwayFromItsPlaceByImage(t *testing.T) {
 	scope := e.namespace(t, "away-scope")
 	elsewhere := e.namespace(t, "away-kruise")
-	labels := map[string]string{"control-plane": "controller-manager"}
-	one := int32(1)
-	if _, err := e.cs.AppsV1().Deployments(elsewhere).Create(t.Context(), &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "renamed-manager", Labels: labels},
-		Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
-				Containers: []corev1.Container{{Name: kruise.ManagerContainer, Image: "registry.example/openkruise/kruise-manager:v1.8.0"}}}}},
-	}, metav1.CreateOptions{FieldManager: "helm"}); err != nil {
-		t.Fatal(err)
-	}
+	e.managerDeployment(t, elsewhere, "renamed-manager", "registry.example/openkruise/kruise-manager:v1.8.0")
 	log, clients := faultyClients(t, e.c.RESTConfig())
 	settings := managerIn(e.namespace(t, "away-configured")) // configured where it is not
 	s := collectWith(t, clients, collect.Options{Scope: snapshot.Scope{Namespace: scope}, Settings: settings,
@@ -1285,11 +1273,8 @@ func (e *collectEnv) findsAControllerAwayFromItsPlaceByImage(t *testing.T) {
 		t.Errorf("manager found %v, want the one a whole list gives: %v", got, full)
 	}
 	for _, r := range []string{"deployments", "statefulsets", "daemonsets"} {
-		all := log.matching(http.MethodGet, "/apis/apps/v1/"+r)
-		tables := log.matching(http.MethodGet, "/apis/apps/v1/"+r, "includeObject=None")
-		named := log.matching(http.MethodGet, "/apis/apps/v1/"+r, "fieldSelector=metadata.name")
-		if len(tables) != 1 || len(all) != len(tables)+len(named) {
-			t.Errorf("%s of every namespace: %v, want one Table and lists by name only", r, all)
+		if tables, _, whole := everyNamespaceReads(log, r); len(tables) != 1 || len(whole) > 0 {
+			t.Errorf("%s of every namespace: %v as Tables, %v whole: want one Table and lists by name only", r, tables, whole)
 		}
 	}
 }

@@ -238,3 +238,19 @@ func TestCollectorReadsCandidatesAndEventsServerSide(t *testing.T) {
 		}
 	}
 }
+
+// everyNamespaceReads splits the requests for every namespace's apps resource r (deployments,
+// statefulsets, daemonsets) into Tables without objects, lists by name, and whole lists.
+func everyNamespaceReads(log *requestLog, r string) (tables, named, whole []string) {
+	for _, req := range log.matching(http.MethodGet, "/apis/apps/v1/"+r) {
+		switch {
+		case strings.Contains(req, "includeObject=None"):
+			tables = append(tables, req)
+		case strings.Contains(req, "fieldSelector=metadata.name"):
+			named = append(named, req)
+		default:
+			whole = append(whole, req)
+		}
+	}
+	return tables, named, whole
+}

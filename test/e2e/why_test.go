@@ -3,6 +3,7 @@ package e2e
 import (
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -170,21 +171,17 @@ func workloadLists(t *testing.T, log *requestLog, ns string, search bool, matche
 		if len(log.matching("GET", "/apis/apps/v1/namespaces/"+ns+"/"+r)) == 0 {
 			t.Errorf("why did not list the %s of %s", r, ns)
 		}
-		all := log.matching("GET", "/apis/apps/v1/"+r)
-		tables := log.matching("GET", "/apis/apps/v1/"+r, "includeObject=None")
+		tables, named, whole := everyNamespaceReads(log, r)
 		if (len(tables) > 0) != search {
 			t.Errorf("why read the %s of every namespace as a Table %d times, want read: %v", r, len(tables), search)
 		}
-		var named []string
 		for _, name := range matched[r] {
-			got := log.matching("GET", "/apis/apps/v1/"+r, "fieldSelector=metadata.name%3D"+name)
-			if len(got) == 0 {
+			if !slices.ContainsFunc(named, func(req string) bool { return strings.Contains(req, "fieldSelector=metadata.name%3D"+name) }) {
 				t.Errorf("why did not list the %s named %s in every namespace", r, name)
 			}
-			named = append(named, got...)
 		}
-		if full := len(all) - len(tables) - len(named); full != 0 {
-			t.Errorf("why listed the %s of every namespace other than as a Table or by a matched name: %v", r, all)
+		if len(named) != len(matched[r]) || len(whole) > 0 {
+			t.Errorf("why listed the %s of every namespace other than as a Table or by a matched name: %v by name, %v whole", r, named, whole)
 		}
 	}
 }
